@@ -1,0 +1,35 @@
+"""toolnexus.agents: turn a persona's bootstrap files into one system prompt.
+
+``compose_soul(dir)`` returns ``(soul, found)`` exactly as SPEC §3 defines;
+``compose(dir)`` returns the same text with a per-file ``Soul`` report.
+``ACCELERATED`` is True when the compiled reader is in use.
+"""
+
+from __future__ import annotations
+
+from ._compose import (
+    BOOTSTRAP_ORDER,
+    MAX_BOOTSTRAP_FILE_BYTES,
+    SymlinkPolicy,
+    compose,
+    compose_soul,
+    truncation_notice,
+)
+from ._reader import ACCELERATED
+from ._report import BootstrapFileError, FileReport, FileStatus, Soul
+
+__all__ = [
+    "ACCELERATED",
+    "BOOTSTRAP_ORDER",
+    "MAX_BOOTSTRAP_FILE_BYTES",
+    "BootstrapFileError",
+    "FileReport",
+    "FileStatus",
+    "Soul",
+    "SymlinkPolicy",
+    "compose",
+    "compose_soul",
+    "truncation_notice",
+]
+
+__version__ = "0.1.0"

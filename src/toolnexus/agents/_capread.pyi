@@ -1,0 +1,18 @@
+"""Types of the compiled reader; it mirrors ``_capread_py`` exactly."""
+
+from collections.abc import Sequence
+
+PRESENT: int
+MISSING: int
+NOT_REGULAR: int
+UNREADABLE: int
+REFUSED: int
+FOLLOW: int
+WITHIN: int
+REFUSE: int
+WITHIN_PORTABLE: int
+
+def read_home(
+    directory: bytes, names: Sequence[bytes], cap: int, symlinks: int
+) -> list[tuple[int, int, int, int, bool, bool, str | None]]:
+    """Read each of ``names`` inside ``directory``, at most ``cap + 1`` bytes each."""

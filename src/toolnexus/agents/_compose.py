@@ -1,0 +1,210 @@
+"""Composition: argument checks, bootstrap order, trim, notice, sections.
+
+Every rule of SPEC §3.5-3.7 lives here, once, for both readers; the reader
+(``_reader.read_home``) only delivers each file's capped, decoded text.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from functools import lru_cache
+from typing import Final, Literal
+
+from ._reader import read_home
+from ._report import STATUS_BY_CODE, UNUSABLE, BootstrapFileError, FileReport, FileStatus, Soul
+
+__all__ = [
+    "BOOTSTRAP_ORDER",
+    "MAX_BOOTSTRAP_FILE_BYTES",
+    "WHITESPACE",
+    "SymlinkPolicy",
+    "compose",
+    "compose_soul",
+    "truncation_notice",
+]
+
+BOOTSTRAP_ORDER: Final = (
+    "AGENTS.md",
+    "SOUL.md",
+    "IDENTITY.md",
+    "USER.md",
+    "TOOLS.md",
+    "HEARTBEAT.md",
+    "MEMORY.md",
+)
+MAX_BOOTSTRAP_FILE_BYTES: Final = 2 * 1024 * 1024
+
+# Unicode White_Space: what Rust's str::trim and .NET's string.Trim remove.
+# Python's bare str.strip() would also take U+001C..U+001F, which must stay.
+WHITESPACE: Final = (
+    "\t\n\x0b\x0c\r \x85\xa0\u1680"
+    + "".join(map(chr, range(0x2000, 0x200B)))
+    + "\u2028\u2029\u202f\u205f\u3000"
+)
+
+SymlinkPolicy = Literal["follow", "within", "refuse"]
+_POLICY_CODES: Final = {"follow": 0, "within": 1, "refuse": 2}
+
+_NAMES: Final = tuple(os.fsencode(name) for name in BOOTSTRAP_ORDER)
+# Section openers: the first section starts the soul, later ones follow "\n\n".
+_FIRST_HEADS: Final = tuple(f"## {name}\n\n" for name in BOOTSTRAP_ORDER)
+_NEXT_HEADS: Final = tuple(f"\n\n## {name}\n\n" for name in BOOTSTRAP_ORDER)
+_PRESENT: Final = 0
+_MIB: Final = 1024 * 1024
+# The C reader holds the cap in a Py_ssize_t and asks for cap + 1 bytes.
+_MAX_CAP: Final = 2**63 - 2
+
+
+@lru_cache(maxsize=16)
+def truncation_notice(cap: int) -> str:
+    """The line appended to a truncated body: ``[truncated: exceeds 2 MB bootstrap cap]``."""
+    if cap % _MIB == 0:
+        size = f"{cap // _MIB} MB"
+    elif cap % 1024 == 0:
+        size = f"{cap // 1024} KB"
+    else:
+        size = f"{cap} bytes"
+    return f"[truncated: exceeds {size} bootstrap cap]"
+
+
+def _dir_bytes(dir: object) -> bytes:
+    if isinstance(dir, (str, bytes)):
+        path: object = dir
+    elif isinstance(dir, os.PathLike):
+        path = os.fspath(dir)
+    else:
+        raise TypeError(f"dir must be str, bytes or os.PathLike, not {type(dir).__name__}")
+    if isinstance(path, str):
+        try:
+            path = os.fsencode(path)
+        except UnicodeError as exc:
+            raise ValueError(f"dir cannot be encoded as a filesystem path: {exc}") from None
+    if not isinstance(path, bytes):
+        raise TypeError(f"dir's __fspath__ returned {type(path).__name__}, not str or bytes")
+    if b"\0" in path:
+        raise ValueError("dir must not contain a NUL byte")
+    return path
+
+
+def _check_cap(max_file_bytes: object) -> int:
+    if isinstance(max_file_bytes, bool) or not isinstance(max_file_bytes, int):
+        raise TypeError(f"max_file_bytes must be an int, not {type(max_file_bytes).__name__}")
+    if not 1 <= max_file_bytes <= _MAX_CAP:
+        raise ValueError(f"max_file_bytes must be between 1 and {_MAX_CAP}, got {max_file_bytes}")
+    return int(max_file_bytes)
+
+
+def _check_policy(symlinks: object) -> int:
+    if not isinstance(symlinks, str):
+        raise TypeError(f"symlinks must be a str, not {type(symlinks).__name__}")
+    try:
+        return _POLICY_CODES[symlinks]
+    except KeyError:
+        raise ValueError(
+            f"symlinks must be 'follow', 'within' or 'refuse', got {symlinks!r}"
+        ) from None
+
+
+def _assemble(
+    entries: list[tuple[int, int, int, int, bool, bool, str | None]], cap: int
+) -> tuple[str, list[str]]:
+    """Trim each present body, add the notice, join the sections (SPEC §3.5-3.7)."""
+    pieces: list[str] = []
+    found: list[str] = []
+    heads = _FIRST_HEADS
+    for name, first, later, entry in zip(BOOTSTRAP_ORDER, _FIRST_HEADS, _NEXT_HEADS, entries):
+        if entry[0] != _PRESENT:
+            continue
+        found.append(name)
+        pieces.append(first if heads is _FIRST_HEADS else later)
+        heads = _NEXT_HEADS
+        pieces.append(entry[6].strip(WHITESPACE))  # type: ignore[union-attr]
+        if entry[4]:
+            pieces.append("\n" + truncation_notice(cap))
+    return "".join(pieces), found
+
+
+def compose_soul(
+    dir: str | bytes | os.PathLike[str] | os.PathLike[bytes],
+    *,
+    max_file_bytes: int = MAX_BOOTSTRAP_FILE_BYTES,
+) -> tuple[str, list[str]]:
+    """Compose the persona in ``dir`` into ``(soul, found)`` (SPEC §3).
+
+    Each name of ``BOOTSTRAP_ORDER`` that is a readable regular file becomes a
+    ``## <name>`` section, its body capped at ``max_file_bytes`` bytes; absent
+    or unusable files are skipped silently. Nothing on disk is modified.
+    """
+    entries = read_home(_dir_bytes(dir), _NAMES, _check_cap(max_file_bytes), 0)
+    return _assemble(entries, max_file_bytes)
+
+
+def _describe(status: FileStatus, err: int, kind: int, symlinks: str) -> str | None:
+    if status is FileStatus.PRESENT:
+        return None
+    if status is FileStatus.REFUSED:
+        if symlinks == "refuse":
+            return "is a symlink (symlinks='refuse')"
+        return "resolves outside the directory (symlinks='within')"
+    if status is FileStatus.NOT_REGULAR and kind:
+        return _KIND_NAMES.get(kind, f"is not a regular file (mode {kind:#o})")
+    return os.strerror(err) if err else status.value
+
+
+_KIND_NAMES: Final = {
+    stat.S_IFDIR: "is a directory",
+    stat.S_IFIFO: "is a FIFO",
+    stat.S_IFCHR: "is a character device",
+    stat.S_IFBLK: "is a block device",
+    stat.S_IFSOCK: "is a socket",
+    stat.S_IFLNK: "is a symlink",
+}
+
+
+def compose(
+    dir: str | bytes | os.PathLike[str] | os.PathLike[bytes],
+    *,
+    max_file_bytes: int = MAX_BOOTSTRAP_FILE_BYTES,
+    symlinks: SymlinkPolicy = "follow",
+    strict: bool = False,
+) -> Soul:
+    """Compose like ``compose_soul`` and report on every bootstrap file (SPEC §5).
+
+    ``symlinks``: ``"follow"`` follows them anywhere; ``"within"`` admits a
+    file only if it resolves inside ``dir``; ``"refuse"`` skips a file whose
+    own name is a symlink. With ``strict=True`` a file that exists but cannot
+    be used raises ``BootstrapFileError`` (an ``OSError``); missing files are
+    still skipped.
+    """
+    path = _dir_bytes(dir)
+    cap = _check_cap(max_file_bytes)
+    policy = _check_policy(symlinks)
+    if not isinstance(strict, bool):
+        raise TypeError(f"strict must be a bool, not {type(strict).__name__}")
+    entries = read_home(path, _NAMES, cap, policy)
+    files = tuple(
+        FileReport(
+            name=name,
+            status=(status := STATUS_BY_CODE[entry[0]]),
+            size=entry[3],
+            truncated=entry[4],
+            stable=entry[5],
+            errno=entry[1] or None,
+            error=_describe(status, entry[1], entry[2], symlinks),
+        )
+        for name, entry in zip(BOOTSTRAP_ORDER, entries)
+    )
+    if strict:
+        for report in files:
+            if report.status in UNUSABLE:
+                filename = os.path.join(os.fsdecode(path), report.name)
+                raise BootstrapFileError(filename, report)
+    text, found = _assemble(entries, cap)
+    return Soul(
+        text=text,
+        found=tuple(found),
+        files=files,
+        max_file_bytes=cap,
+        symlinks=symlinks,
+    )

@@ -1,0 +1,62 @@
+"""Shared fixtures: every behaviour test runs once per reader.
+
+The ``reader`` fixture is the one switch: its ``compiled`` parameter imports
+``toolnexus.agents._capread`` directly, so a missing build is a failure,
+never a silent second run of the pure reader.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from toolnexus.agents import _compose
+
+READERS = ("compiled", "pure")
+MODULES = {"compiled": "toolnexus.agents._capread", "pure": "toolnexus.agents._capread_py"}
+
+
+def load_reader(kind: str) -> ModuleType:
+    """Import one reader module by its fixture name."""
+    return importlib.import_module(MODULES[kind])
+
+
+@pytest.fixture(params=READERS)
+def reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
+    """The reader under test, installed behind compose() and compose_soul()."""
+    module = load_reader(request.param)
+    monkeypatch.setattr(_compose, "read_home", module.read_home)
+    yield module
+
+
+Writer = Callable[..., Path]
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    """An empty persona directory."""
+    path = tmp_path / "home"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def write(home: Path) -> Writer:
+    """``write(name, content)`` puts bytes or UTF-8 text into the home."""
+
+    def _write(name: str, content: bytes | str, directory: Path | None = None) -> Path:
+        target = (directory or home) / name
+        data = content.encode("utf-8") if isinstance(content, str) else content
+        target.write_bytes(data)
+        return target
+
+    return _write
+
+
+def is_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
