@@ -51,7 +51,7 @@ class OptionalBuildExt(build_ext):
 
     def _give_up(self, exc: Exception) -> None:
         if REQUIRE_EXTENSIONS:
-            raise
+            raise exc
         sys.stderr.write(WARNING.format(reason=f"{type(exc).__name__}: {exc}"))
 
 
@@ -61,7 +61,7 @@ def _extensions() -> list[Extension]:
     if not SUPPORTED:
         return []
     try:
-        from Cython.Build import cythonize
+        from Cython.Build import cythonize  # noqa: PLC0415 - optional: pure install without it
     except ImportError as exc:
         if REQUIRE_EXTENSIONS:
             raise

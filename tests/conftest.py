@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -27,11 +27,11 @@ def load_reader(kind: str) -> ModuleType:
 
 
 @pytest.fixture(params=READERS)
-def reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
+def reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     """The reader under test, installed behind compose() and compose_soul()."""
     module = load_reader(request.param)
     monkeypatch.setattr(_compose, "read_home", module.read_home)
-    yield module
+    return module
 
 
 Writer = Callable[..., Path]

@@ -6,9 +6,9 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+
 from conftest import Writer
 from spec_reference import body_text
-
 from toolnexus.agents import BOOTSTRAP_ORDER, MAX_BOOTSTRAP_FILE_BYTES, compose_soul, truncation_notice
 
 CAP = MAX_BOOTSTRAP_FILE_BYTES
@@ -108,7 +108,9 @@ NOT_WHITE_SPACE = ["\x1c", "\x1d", "\x1e", "\x1f", "\u200b", "\u180e", "\ufeff",
 
 
 @pytest.mark.parametrize("char", WHITE_SPACE, ids=lambda c: f"U+{ord(c):04X}")
-def test_white_space_is_trimmed_at_both_ends(reader: ModuleType, home: Path, write: Writer, char: str) -> None:
+def test_white_space_is_trimmed_at_both_ends(
+    reader: ModuleType, home: Path, write: Writer, char: str
+) -> None:
     write("SOUL.md", f"{char}{char}a{char}b{char}{char}")
     assert compose_soul(home) == (f"## SOUL.md\n\na{char}b", ["SOUL.md"])
 
@@ -227,10 +229,8 @@ def test_cap_at_every_alignment_small(
             break
         kept += ch
         used += len(ch.encode())
-    if len(data) <= cap:
-        expected = kept
-    else:
-        expected = kept + f"\n[truncated: exceeds {cap} bytes bootstrap cap]"
+    notice = f"\n[truncated: exceeds {cap} bytes bootstrap cap]"
+    expected = kept if len(data) <= cap else kept + notice
     assert compose_soul(home, max_file_bytes=cap) == (f"## SOUL.md\n\n{expected}", ["SOUL.md"])
     assert expected == body_text(data, cap)
 

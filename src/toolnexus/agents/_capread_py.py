@@ -13,7 +13,7 @@ import errno
 import os
 import stat
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 __all__ = [
     "FOLLOW",
@@ -65,11 +65,11 @@ _ABSENT = frozenset({errno.ENOENT, errno.ENOTDIR})
 _SYMLINK_REFUSED = frozenset({errno.ELOOP, errno.EMLINK})
 
 
-def _openat2_beneath() -> object | None:
+def _openat2_beneath() -> Callable[[int, bytes], int] | None:
     """Return a callable ``(dirfd, name) -> fd`` using openat2, or None."""
     if not sys.platform.startswith("linux") or _O_PATH == 0:
         return None
-    import ctypes
+    import ctypes  # noqa: PLC0415 - only Linux needs it, and only here
 
     try:
         libc = ctypes.CDLL(None, use_errno=True)
@@ -124,12 +124,7 @@ def _open_within_portable(dirfd: int, directory: bytes, name: bytes) -> int:
     except OSError as exc:
         if exc.errno not in _SYMLINK_REFUSED:
             raise
-    if dirfd >= 0:
-        target = os.readlink(name, dir_fd=dirfd)
-    else:
-        target = os.readlink(os.path.join(directory, name))
-    if not isinstance(target, bytes):  # os.readlink of bytes gives bytes; typed for mypy
-        target = os.fsencode(target)
+    target = os.readlink(name, dir_fd=dirfd) if dirfd >= 0 else os.readlink(os.path.join(directory, name))
     if b"/" in target or target in (b"", b".", b".."):
         raise OSError(errno.EXDEV, os.strerror(errno.EXDEV))
     return _open(dirfd, directory, target, _FILE_FLAGS | _O_NOFOLLOW)
@@ -142,7 +137,7 @@ def _open_entry(dirfd: int, directory: bytes, name: bytes, symlinks: int) -> int
         return _open(dirfd, directory, name, _FILE_FLAGS | _O_NOFOLLOW)
     if symlinks == WITHIN and _openat2 is not None and dirfd >= 0:
         try:
-            return _openat2(dirfd, name)  # type: ignore[operator]
+            return _openat2(dirfd, name)
         except OSError as exc:
             # ENOSYS: old kernel; EPERM: a seccomp filter that denies it.
             if exc.errno not in (errno.ENOSYS, errno.EPERM):

@@ -69,19 +69,19 @@ def truncation_notice(cap: int) -> str:
 
 
 def _dir_bytes(dir: object) -> bytes:
-    if isinstance(dir, (str, bytes)):
-        path: object = dir
-    elif isinstance(dir, os.PathLike):
-        path = os.fspath(dir)
-    else:
-        raise TypeError(f"dir must be str, bytes or os.PathLike, not {type(dir).__name__}")
-    if isinstance(path, str):
+    if isinstance(dir, bytes):
+        path = dir
+    elif isinstance(dir, (str, os.PathLike)):
         try:
-            path = os.fsencode(path)
+            fspath = os.fspath(dir)
+        except TypeError as exc:  # __fspath__ returned something else
+            raise TypeError(f"dir is not a usable path: {exc}") from None
+        try:
+            path = os.fsencode(fspath)
         except UnicodeError as exc:
             raise ValueError(f"dir cannot be encoded as a filesystem path: {exc}") from None
-    if not isinstance(path, bytes):
-        raise TypeError(f"dir's __fspath__ returned {type(path).__name__}, not str or bytes")
+    else:
+        raise TypeError(f"dir must be str, bytes or os.PathLike, not {type(dir).__name__}")
     if b"\0" in path:
         raise ValueError("dir must not contain a NUL byte")
     return path
@@ -101,9 +101,7 @@ def _check_policy(symlinks: object) -> int:
     try:
         return _POLICY_CODES[symlinks]
     except KeyError:
-        raise ValueError(
-            f"symlinks must be 'follow', 'within' or 'refuse', got {symlinks!r}"
-        ) from None
+        raise ValueError(f"symlinks must be 'follow', 'within' or 'refuse', got {symlinks!r}") from None
 
 
 def _assemble(
@@ -113,7 +111,7 @@ def _assemble(
     pieces: list[str] = []
     found: list[str] = []
     heads = _FIRST_HEADS
-    for name, first, later, entry in zip(BOOTSTRAP_ORDER, _FIRST_HEADS, _NEXT_HEADS, entries):
+    for name, first, later, entry in zip(BOOTSTRAP_ORDER, _FIRST_HEADS, _NEXT_HEADS, entries, strict=True):
         if entry[0] != _PRESENT:
             continue
         found.append(name)
@@ -193,7 +191,7 @@ def compose(
             errno=entry[1] or None,
             error=_describe(status, entry[1], entry[2], symlinks),
         )
-        for name, entry in zip(BOOTSTRAP_ORDER, entries)
+        for name, entry in zip(BOOTSTRAP_ORDER, entries, strict=True)
     )
     if strict:
         for report in files:

@@ -52,7 +52,9 @@ def _parser() -> argparse.ArgumentParser:
 
     comp = commands.add_parser("compose", help="print the soul of one persona directory")
     comp.add_argument("dir", metavar="DIR")
-    comp.add_argument("--json", action="store_true", help="print text, found, per-file report and digest as JSON")
+    comp.add_argument(
+        "--json", action="store_true", help="print text, found, per-file report and digest as JSON"
+    )
     comp.add_argument("--strict", action="store_true", help="fail when a file exists but cannot be used")
     _add_options(comp)
 
@@ -75,7 +77,9 @@ def _write_utf8(stream: TextIO, text: str) -> None:
 
 def _cmd_compose(args: argparse.Namespace) -> int:
     try:
-        soul = compose(args.dir, max_file_bytes=args.max_file_bytes, symlinks=args.symlinks, strict=args.strict)
+        soul = compose(
+            args.dir, max_file_bytes=args.max_file_bytes, symlinks=args.symlinks, strict=args.strict
+        )
     except BootstrapFileError as exc:
         print(f"toolnexus-soul: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
@@ -100,8 +104,10 @@ def _format_check(directory: str, soul: Soul, is_dir: bool) -> str:
         size = f"{report.size:>10,d} B" if report.status is FileStatus.PRESENT else f"{'-':>12}"
         note = "" if report.status in (FileStatus.PRESENT, FileStatus.MISSING) else f"  {report.error}"
         lines.append(f"  {report.name:<13}{state:<20}{size}{note}")
-    summary = f"  {len(soul.found)} of {len(soul.files)} present, {len(soul.text):,d} characters, sha256 {soul.digest[:16]}"
-    lines.append(summary)
+    lines.append(
+        f"  {len(soul.found)} of {len(soul.files)} present, {len(soul.text):,d} characters,"
+        f" sha256 {soul.digest[:16]}"
+    )
     return "\n".join(lines) + "\n"
 
 

@@ -1,0 +1,139 @@
+"""SPEC §2: bad arguments get a clear exception naming the argument."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from toolnexus.agents import compose, compose_soul
+
+
+class BadPath:
+    def __fspath__(self) -> int:
+        return 42
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (None, "dir must be str, bytes or os.PathLike, not NoneType"),
+        (3, "dir must be str, bytes or os.PathLike, not int"),
+        (bytearray(b"/tmp"), "dir must be str, bytes or os.PathLike, not bytearray"),
+        (["/tmp"], "dir must be str, bytes or os.PathLike, not list"),
+        (
+            BadPath(),
+            "dir is not a usable path: expected BadPath.__fspath__() to return str or bytes, not int",
+        ),
+    ],
+)
+def test_dir_of_wrong_type(reader: ModuleType, value: object, message: str) -> None:
+    with pytest.raises(TypeError) as caught:
+        compose_soul(value)  # type: ignore[arg-type]
+    assert str(caught.value) == message
+    with pytest.raises(TypeError):
+        compose(value)  # type: ignore[arg-type]
+
+
+class BadFspath(os.PathLike[str]):
+    def __fspath__(self) -> str:
+        return 42  # type: ignore[return-value]
+
+
+def test_pathlike_returning_garbage(reader: ModuleType) -> None:
+    with pytest.raises(TypeError) as caught:
+        compose_soul(BadFspath())
+    assert str(caught.value) == (
+        "dir is not a usable path: expected BadFspath.__fspath__() to return str or bytes, not int"
+    )
+
+
+@pytest.mark.parametrize("value", ["/tmp/a\0b", b"/tmp/a\0b", Path("/tmp/a\0b")])
+def test_dir_with_nul(reader: ModuleType, value: str | bytes | Path) -> None:
+    with pytest.raises(ValueError, match=r"^dir must not contain a NUL byte$"):
+        compose_soul(value)
+
+
+def test_dir_not_encodable(reader: ModuleType) -> None:
+    with pytest.raises(ValueError, match=r"^dir cannot be encoded as a filesystem path: "):
+        compose_soul("/tmp/\ud800\udfff-is-a-pair-of-surrogates")
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "message"),
+    [
+        (True, TypeError, "max_file_bytes must be an int, not bool"),
+        (1.5, TypeError, "max_file_bytes must be an int, not float"),
+        ("10", TypeError, "max_file_bytes must be an int, not str"),
+        (None, TypeError, "max_file_bytes must be an int, not NoneType"),
+        (0, ValueError, "max_file_bytes must be between 1 and 9223372036854775806, got 0"),
+        (-5, ValueError, "max_file_bytes must be between 1 and 9223372036854775806, got -5"),
+        (2**63, ValueError, f"max_file_bytes must be between 1 and 9223372036854775806, got {2**63}"),
+    ],
+)
+def test_bad_cap(reader: ModuleType, home: Path, value: object, error: type[Exception], message: str) -> None:
+    with pytest.raises(error) as caught:
+        compose_soul(home, max_file_bytes=value)  # type: ignore[arg-type]
+    assert str(caught.value) == message
+    with pytest.raises(error):
+        compose(home, max_file_bytes=value)  # type: ignore[arg-type]
+
+
+def test_int_subclass_cap_is_accepted(reader: ModuleType, home: Path) -> None:
+    class Size(int):
+        pass
+
+    (home / "SOUL.md").write_text("abcdef")
+    assert compose_soul(home, max_file_bytes=Size(3)) == (
+        "## SOUL.md\n\nabc\n[truncated: exceeds 3 bytes bootstrap cap]",
+        ["SOUL.md"],
+    )
+
+
+def test_huge_cap_reads_whole_file(reader: ModuleType, home: Path) -> None:
+    (home / "SOUL.md").write_text("small")
+    assert compose_soul(home, max_file_bytes=2**63 - 2) == ("## SOUL.md\n\nsmall", ["SOUL.md"])
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "message"),
+    [
+        ("sometimes", ValueError, "symlinks must be 'follow', 'within' or 'refuse', got 'sometimes'"),
+        ("FOLLOW", ValueError, "symlinks must be 'follow', 'within' or 'refuse', got 'FOLLOW'"),
+        (1, TypeError, "symlinks must be a str, not int"),
+        (None, TypeError, "symlinks must be a str, not NoneType"),
+    ],
+)
+def test_bad_symlink_policy(
+    reader: ModuleType, home: Path, value: object, error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error) as caught:
+        compose(home, symlinks=value)  # type: ignore[arg-type]
+    assert str(caught.value) == message
+
+
+@pytest.mark.parametrize("value", [1, "yes", None])
+def test_bad_strict(reader: ModuleType, home: Path, value: object) -> None:
+    with pytest.raises(TypeError) as caught:
+        compose(home, strict=value)  # type: ignore[arg-type]
+    assert str(caught.value) == f"strict must be a bool, not {type(value).__name__}"
+
+
+def test_options_are_keyword_only(reader: ModuleType, home: Path) -> None:
+    with pytest.raises(TypeError):
+        compose_soul(home, 10)  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        compose(home, 10)  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize("kind", ["compiled", "pure"])
+def test_reader_rejects_bad_cap_and_nul(kind: str) -> None:
+    from conftest import load_reader
+
+    module = load_reader(kind)
+    with pytest.raises(ValueError, match="cap must be >= 1"):
+        module.read_home(b"/tmp", [b"SOUL.md"], 0, 0)
+    with pytest.raises(ValueError, match="embedded null byte"):
+        module.read_home(b"/tmp\0", [b"SOUL.md"], 10, 0)

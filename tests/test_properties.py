@@ -1,0 +1,101 @@
+"""Hypothesis: both readers agree with each other and with SPEC §3 on anything.
+
+The profile is chosen with ``TOOLNEXUS_SOUL_FUZZ`` (``ci``: the default,
+quick; ``long``: many more examples for a fuzzing session).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import load_reader
+from spec_reference import BOOTSTRAP_ORDER, compose_layout
+from toolnexus.agents import _compose, compose_soul
+
+settings.register_profile("ci", max_examples=300, deadline=None)
+settings.register_profile(
+    "long", max_examples=20_000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile(os.environ.get("TOOLNEXUS_SOUL_FUZZ", "ci"))
+
+COMPILED = load_reader("compiled")
+PURE = load_reader("pure")
+
+# Bytes that stress the rules: UTF-8 lead and continuation bytes, BOM pieces,
+# white space in one and several bytes, and the odd invalid byte.
+INTERESTING = [
+    b"a",
+    b" ",
+    b"\n",
+    b"\t",
+    b"\x1c",
+    b"\xef\xbb\xbf",
+    b"\xc2\x85",
+    b"\xc2\xa0",
+    b"\xe2\x80\x80",
+    b"\xe3\x80\x80",
+    b"\xe2\x80\xa8",
+    b"\xc3\xa9",
+    b"\xe2\x82\xac",
+    b"\xf0\x9f\x98\x80",
+    b"\x80",
+    b"\xbf",
+    b"\xc3",
+    b"\xe2\x82",
+    b"\xf0\x9f\x98",
+    b"\xff",
+    b"\xed\xa0\x80",
+    b"\xe1\x9a\x80",
+]
+chunky = st.lists(st.sampled_from(INTERESTING) | st.binary(max_size=4), max_size=40).map(b"".join)
+contents = st.binary(max_size=300) | chunky
+caps = st.integers(min_value=1, max_value=64) | st.integers(min_value=1, max_value=64 * 1024)
+layouts = st.dictionaries(st.sampled_from(BOOTSTRAP_ORDER), contents, max_size=7)
+
+
+def _materialise(directory: Path, layout: dict[str, bytes]) -> None:
+    for name, data in layout.items():
+        (directory / name).write_bytes(data)
+
+
+@given(data=contents, cap=caps)
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_readers_agree_on_one_file(data: bytes, cap: int) -> None:
+    with tempfile.TemporaryDirectory() as name:
+        (Path(name) / "SOUL.md").write_bytes(data)
+        path = os.fsencode(name)
+        compiled = COMPILED.read_home(path, [b"SOUL.md"], cap, 0)
+        pure = PURE.read_home(path, [b"SOUL.md"], cap, 0)
+    assert compiled == pure
+    (status, err, _, size, truncated, stable, _) = compiled[0]
+    assert (status, err, size, truncated, stable) == (0, 0, min(len(data), cap + 1), len(data) > cap, True)
+
+
+@given(layout=layouts, cap=caps)
+def test_both_readers_compose_exactly_as_the_spec_says(layout: dict[str, bytes], cap: int) -> None:
+    expected = compose_layout(layout, cap)
+    with tempfile.TemporaryDirectory() as name:
+        _materialise(Path(name), layout)
+        for module in (COMPILED, PURE):
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(_compose, "read_home", module.read_home)
+                assert compose_soul(name, max_file_bytes=cap) == expected
+
+
+@given(prefix=st.binary(min_size=0, max_size=8), tail=contents, shift=st.integers(0, 6))
+def test_readers_agree_around_a_page_and_a_large_cap(prefix: bytes, tail: bytes, shift: int) -> None:
+    # Bodies that straddle one page (the stability check) and caps near it.
+    data = prefix + b"x" * (4096 - len(prefix) - shift) + tail
+    cap = 4096 - shift + len(tail) // 2 + 1
+    with tempfile.TemporaryDirectory() as name:
+        (Path(name) / "MEMORY.md").write_bytes(data)
+        path = os.fsencode(name)
+        names = [b"MEMORY.md"]
+        assert COMPILED.read_home(path, names, cap, 0) == PURE.read_home(path, names, cap, 0)
+        assert compose_layout({"MEMORY.md": data}, cap)[0] == compose_soul(name, max_file_bytes=cap)[0]

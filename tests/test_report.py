@@ -1,0 +1,92 @@
+"""SPEC §5: the Soul report, on both readers."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from conftest import Writer
+from toolnexus.agents import BOOTSTRAP_ORDER, FileReport, FileStatus, Soul, compose, compose_soul
+
+
+def test_report_matches_compose_soul(reader: ModuleType, home: Path, write: Writer) -> None:
+    write("AGENTS.md", "  agents  ")
+    write("TOOLS.md", "t" * 20)
+    (home / "USER.md").mkdir()
+    soul = compose(home, max_file_bytes=10)
+    text, found = compose_soul(home, max_file_bytes=10)
+    assert (
+        soul.text
+        == text
+        == (
+            "## AGENTS.md\n\nagents\n\n## TOOLS.md\n\ntttttttttt\n[truncated: exceeds 10 bytes bootstrap cap]"
+        )
+    )
+    assert soul.found == tuple(found) == ("AGENTS.md", "TOOLS.md")
+    assert soul.truncated == ("TOOLS.md",)
+    assert soul.max_file_bytes == 10
+    assert soul.symlinks == "follow"
+    assert [f.name for f in soul.files] == list(BOOTSTRAP_ORDER)
+    assert soul.files[0] == FileReport("AGENTS.md", FileStatus.PRESENT, size=10)
+    assert soul.files[4] == FileReport("TOOLS.md", FileStatus.PRESENT, size=11, truncated=True)
+    assert soul.files[3] == FileReport("USER.md", FileStatus.NOT_REGULAR, error="is a directory")
+    assert soul.digest == hashlib.sha256(text.encode("utf-8")).hexdigest()
+    assert str(soul) == text
+
+
+def test_digest_of_empty_soul(reader: ModuleType, home: Path) -> None:
+    assert compose(home).digest == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+
+def test_soul_is_immutable_and_comparable(reader: ModuleType, home: Path, write: Writer) -> None:
+    write("SOUL.md", "soul")
+    first = compose(home)
+    second = compose(home)
+    assert first == second
+    assert hash(first) == hash(second)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        first.text = "changed"  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        first.files[1].size = 0  # type: ignore[misc]
+    assert isinstance(first.found, tuple)
+    assert isinstance(first.files, tuple)
+
+
+def test_repr_stays_short(reader: ModuleType, home: Path, write: Writer) -> None:
+    write("SOUL.md", "x" * 100_000)
+    assert repr(compose(home)) == "Soul(found=('SOUL.md',), max_file_bytes=2097152, symlinks='follow')"
+
+
+def test_as_dict(reader: ModuleType, home: Path, write: Writer) -> None:
+    write("SOUL.md", "soul")
+    record = compose(home).as_dict()
+    assert record["text"] == "## SOUL.md\n\nsoul"
+    assert record["found"] == ["SOUL.md"]
+    assert record["digest"] == hashlib.sha256(b"## SOUL.md\n\nsoul").hexdigest()
+    files = record["files"]
+    assert isinstance(files, list)
+    assert files[1] == {
+        "name": "SOUL.md",
+        "status": "present",
+        "size": 4,
+        "truncated": False,
+        "stable": True,
+        "errno": None,
+        "error": None,
+    }
+    assert files[0]["status"] == "missing"
+
+
+def test_status_text() -> None:
+    assert [str(s) for s in FileStatus] == [
+        "present",
+        "missing",
+        "not a regular file",
+        "unreadable",
+        "refused symlink",
+    ]
+    assert isinstance(Soul, type)

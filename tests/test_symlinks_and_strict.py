@@ -1,0 +1,157 @@
+"""SPEC §4 symlink policies and §5 strict mode, on both readers."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from conftest import Writer
+from toolnexus.agents import BootstrapFileError, FileReport, FileStatus, compose
+
+OUTSIDE = "outside secret"
+
+
+@pytest.fixture
+def layout(tmp_path: Path, home: Path, write: Writer) -> Path:
+    """A home whose files reach in various ways, and a secret outside it.
+
+    AGENTS.md  regular file
+    SOUL.md    -> soul-v2.md            (plain name, same directory)
+    USER.md    -> sub/user.md           (inside, in a subdirectory)
+    TOOLS.md   -> ../outside.md         (escapes by ..)
+    HEARTBEAT.md -> <abs>/outside.md    (absolute, outside)
+    MEMORY.md  -> <abs>/home/memory.md  (absolute, but inside)
+    """
+    (tmp_path / "outside.md").write_text(OUTSIDE)
+    (home / "sub").mkdir()
+    write("AGENTS.md", "agents")
+    write("soul-v2.md", "soul v2")
+    write("user.md", "user", directory=home / "sub")
+    write("memory.md", "memory")
+    (home / "SOUL.md").symlink_to("soul-v2.md")
+    (home / "USER.md").symlink_to("sub/user.md")
+    (home / "TOOLS.md").symlink_to("../outside.md")
+    (home / "HEARTBEAT.md").symlink_to(tmp_path / "outside.md")
+    (home / "MEMORY.md").symlink_to(home / "memory.md")
+    return home
+
+
+def statuses(home: Path, symlinks: str) -> dict[str, FileStatus]:
+    return {f.name: f.status for f in compose(home, symlinks=symlinks).files}  # type: ignore[arg-type]
+
+
+def test_follow_reads_everything(reader: ModuleType, layout: Path) -> None:
+    soul = compose(layout)
+    assert soul.found == ("AGENTS.md", "SOUL.md", "USER.md", "TOOLS.md", "HEARTBEAT.md", "MEMORY.md")
+    assert soul.text == (
+        "## AGENTS.md\n\nagents\n\n## SOUL.md\n\nsoul v2\n\n## USER.md\n\nuser\n\n"
+        f"## TOOLS.md\n\n{OUTSIDE}\n\n## HEARTBEAT.md\n\n{OUTSIDE}\n\n## MEMORY.md\n\nmemory"
+    )
+
+
+def test_within_keeps_only_what_resolves_beneath(reader: ModuleType, layout: Path) -> None:
+    soul = compose(layout, symlinks="within")
+    assert soul.text == "## AGENTS.md\n\nagents\n\n## SOUL.md\n\nsoul v2\n\n## USER.md\n\nuser"
+    assert OUTSIDE not in soul.text
+    refused = FileReport(
+        "TOOLS.md",
+        FileStatus.REFUSED,
+        errno=errno.EXDEV,
+        error="resolves outside the directory (symlinks='within')",
+    )
+    assert soul.files[4] == refused
+    # RESOLVE_BENEATH refuses every absolute link, even one that points back in.
+    assert soul.files[5].status is FileStatus.REFUSED
+    assert soul.files[6].status is FileStatus.REFUSED
+
+
+def test_within_portable_fallback(reader: ModuleType, layout: Path) -> None:
+    # The stand-in for kernels without openat2 admits one plain-name hop only.
+    results = reader.read_home(os.fsencode(layout), [b"SOUL.md", b"USER.md", b"TOOLS.md"], 100, 3)
+    assert [(r[0], r[1], r[6]) for r in results] == [
+        (reader.PRESENT, 0, "soul v2"),
+        (reader.REFUSED, errno.EXDEV, None),
+        (reader.REFUSED, errno.EXDEV, None),
+    ]
+
+
+def test_within_portable_refuses_a_chain(reader: ModuleType, home: Path, write: Writer) -> None:
+    write("real.md", "real")
+    (home / "hop.md").symlink_to("real.md")
+    (home / "SOUL.md").symlink_to("hop.md")
+    (result,) = reader.read_home(os.fsencode(home), [b"SOUL.md"], 100, 3)
+    assert (result[0], result[1]) == (reader.REFUSED, errno.ELOOP)
+
+
+def test_refuse_skips_every_symlink(reader: ModuleType, layout: Path) -> None:
+    soul = compose(layout, symlinks="refuse")
+    assert soul.text == "## AGENTS.md\n\nagents"
+    assert soul.files[1] == FileReport(
+        "SOUL.md", FileStatus.REFUSED, errno=errno.ELOOP, error="is a symlink (symlinks='refuse')"
+    )
+    assert statuses(layout, "refuse") == {
+        "AGENTS.md": FileStatus.PRESENT,
+        "SOUL.md": FileStatus.REFUSED,
+        "IDENTITY.md": FileStatus.MISSING,
+        "USER.md": FileStatus.REFUSED,
+        "TOOLS.md": FileStatus.REFUSED,
+        "HEARTBEAT.md": FileStatus.REFUSED,
+        "MEMORY.md": FileStatus.REFUSED,
+    }
+
+
+def test_refuse_still_reads_through_a_symlinked_directory(
+    reader: ModuleType, tmp_path: Path, write: Writer
+) -> None:
+    write("SOUL.md", "soul")
+    (tmp_path / "alias").symlink_to(tmp_path / "home")
+    assert compose(tmp_path / "alias", symlinks="refuse").text == "## SOUL.md\n\nsoul"
+    assert compose(tmp_path / "alias", symlinks="within").text == "## SOUL.md\n\nsoul"
+
+
+def test_within_refuses_dev_zero(reader: ModuleType, home: Path) -> None:
+    (home / "SOUL.md").symlink_to("/dev/zero")
+    assert statuses(home, "within")["SOUL.md"] is FileStatus.REFUSED
+    assert statuses(home, "follow")["SOUL.md"] is FileStatus.NOT_REGULAR
+
+
+# ---- strict ------------------------------------------------------------------
+
+
+def test_strict_is_quiet_when_files_are_only_missing(reader: ModuleType, home: Path, write: Writer) -> None:
+    write("SOUL.md", "soul")
+    assert compose(home, strict=True).text == "## SOUL.md\n\nsoul"
+
+
+def test_strict_raises_for_a_directory(reader: ModuleType, home: Path) -> None:
+    (home / "USER.md").mkdir()
+    with pytest.raises(BootstrapFileError) as caught:
+        compose(home, strict=True)
+    error = caught.value
+    assert isinstance(error, OSError)
+    assert error.filename == os.path.join(str(home), "USER.md")
+    assert str(error) == f"{home}/USER.md: not a regular file: is a directory"
+    assert error.errno is None
+    assert error.report == FileReport("USER.md", FileStatus.NOT_REGULAR, error="is a directory")
+
+
+def test_strict_raises_for_a_loop_with_errno(reader: ModuleType, home: Path) -> None:
+    (home / "SOUL.md").symlink_to("SOUL.md")
+    with pytest.raises(BootstrapFileError) as caught:
+        compose(home, strict=True)
+    assert caught.value.errno == errno.ELOOP
+    assert str(caught.value) == f"{home}/SOUL.md: unreadable: {os.strerror(errno.ELOOP)}"
+
+
+def test_strict_raises_for_a_refused_symlink(reader: ModuleType, layout: Path) -> None:
+    with pytest.raises(BootstrapFileError) as caught:
+        compose(layout, symlinks="refuse", strict=True)
+    assert str(caught.value) == f"{layout}/SOUL.md: refused symlink: is a symlink (symlinks='refuse')"
+
+
+def test_strict_with_missing_directory_is_quiet(reader: ModuleType, tmp_path: Path) -> None:
+    assert compose(tmp_path / "absent", strict=True).found == ()
