@@ -87,7 +87,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=15)
     args = parser.parse_args()
-    print(f"{'size':>9}  {'read µs':>9}  {'reuse µs':>9}  {'mmap µs':>9}  {'mmap/read':>9}  {'mmap/reuse':>10}")
+    header = ("size", "read µs", "reuse µs", "mmap µs", "mmap/read", "mmap/reuse")
+    print("  ".join(f"{h:>10}" for h in header))
     with tempfile.TemporaryDirectory() as tmp:
         for size in SIZES:
             path = os.path.join(tmp, f"f{size}")
@@ -104,7 +105,12 @@ def main() -> None:
                 maps.append(timed(via_mmap, path, repeat))
             r, u, m = statistics.median(reads), statistics.median(reuses), statistics.median(maps)
             label = f"{size // 1024} KB" if size < 1024 * 1024 else f"{size // (1024 * 1024)} MB"
-            print(f"{label:>9}  {r:>9.1f}  {u:>9.1f}  {m:>9.1f}  {m / r:>9.2f}  {m / u:>10.2f}")
+            print(
+                "  ".join(
+                    f"{v:>10}"
+                    for v in (label, f"{r:.1f}", f"{u:.1f}", f"{m:.1f}", f"{m / r:.2f}", f"{m / u:.2f}")
+                )
+            )
 
 
 if __name__ == "__main__":
