@@ -7,7 +7,6 @@ from pathlib import Path
 from types import ModuleType
 
 from conftest import Writer
-
 from toolnexus.agents import compose_soul
 
 

@@ -9,7 +9,7 @@ buffer. What a soul looks like is decided in ``_compose``, not here.
 
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.errno cimport EINTR, EIO, ENOMEM, errno
-from libc.stdlib cimport free, realloc
+from libc.stdlib cimport free, malloc, realloc
 
 cdef extern from *:
     """
@@ -127,6 +127,7 @@ cdef enum:
     PAGE = 4096
     MAX_TRIES = 3
     LINK_MAX = 4096
+    SPARE_MAX = 4 * 1024 * 1024  # the largest read buffer kept between calls
     C_PRESENT = 0
     C_MISSING = 1
     C_NOT_REGULAR = 2
@@ -338,6 +339,15 @@ cdef str _decode(const char *data, size_t nread, size_t cap, bint *truncated):
     return PyUnicode_DecodeUTF8(data + start, <Py_ssize_t>(end - start), "replace")
 
 
+# The most common result of all, shared instead of built per call.
+_MISSING_ENOENT = (MISSING, ENOENT, 0, 0, False, True, None)
+
+# One read buffer kept between calls so large files do not fault in fresh
+# pages every time; taken and given back with the GIL held, so two threads
+# never share it.
+cdef Buffer _spare
+
+
 def read_home(bytes directory, names, Py_ssize_t cap, int symlinks):
     """Read each of ``names`` inside ``directory``, at most ``cap + 1`` bytes each.
 
@@ -350,19 +360,27 @@ def read_home(bytes directory, names, Py_ssize_t cap, int symlinks):
     None unless status is PRESENT. Never raises for a file's trouble: that is
     what status and errno report.
     """
+    global _spare
+    cdef tuple tnames = tuple(names)
+    cdef Py_ssize_t count = len(tnames)
+    cdef Py_ssize_t i
+    cdef Py_ssize_t first
     cdef const char *cdir = directory
+    cdef const char **cnames
+    cdef Outcome *outs
+    cdef Outcome *out
     cdef bytes bname
-    cdef const char *cname
     cdef int dirfd
     cdef int err = 0
     cdef Buffer buf
-    cdef Outcome out
     cdef bint truncated
     cdef list results = []
     if cap < 1:
         raise ValueError("cap must be >= 1")
     if b"\0" in directory:
         raise ValueError("embedded null byte")
+    for bname in tnames:  # type-checks every name before any I/O
+        pass
     with nogil:
         while True:
             dirfd = open(cdir, TNX_DIR_FLAGS)
@@ -372,21 +390,42 @@ def read_home(bytes directory, names, Py_ssize_t cap, int symlinks):
             err = errno
     if dirfd < 0:
         status = MISSING if (err == ENOENT or err == ENOTDIR) else UNREADABLE
-        return [(status, err, 0, 0, False, True, None) for _ in names]
-    buf.data = NULL
-    buf.size = 0
+        return [(status, err, 0, 0, False, True, None) for _ in tnames]
+    cnames = <const char **>malloc((count + 1) * sizeof(char *))
+    outs = <Outcome *>malloc((count + 1) * sizeof(Outcome))
+    buf = _spare
+    _spare.data = NULL
+    _spare.size = 0
     try:
-        for name in names:
-            bname = name
-            cname = bname
+        if cnames == NULL or outs == NULL:
+            raise MemoryError()
+        for i in range(count):
+            cnames[i] = <bytes>tnames[i]
+        i = 0
+        while i < count:
+            # Stay without the GIL across misses; come back for each file to decode.
+            first = i
             with nogil:
-                _read_entry(dirfd, cname, symlinks, <size_t>cap, &buf, &out)
-            if out.status == C_PRESENT:
-                text = _decode(buf.data, out.nread, <size_t>cap, &truncated)
-                results.append((PRESENT, 0, out.kind, out.nread, truncated, out.stable, text))
-            else:
-                results.append((out.status, out.err, out.kind, 0, False, out.stable, None))
+                while i < count:
+                    _read_entry(dirfd, cnames[i], symlinks, <size_t>cap, &buf, &outs[i])
+                    i += 1
+                    if outs[i - 1].status == C_PRESENT:
+                        break
+            for j in range(first, i):
+                out = &outs[j]
+                if out.status == C_PRESENT:
+                    text = _decode(buf.data, out.nread, <size_t>cap, &truncated)
+                    results.append((PRESENT, 0, out.kind, out.nread, truncated, out.stable, text))
+                elif out.status == C_MISSING and out.err == ENOENT:
+                    results.append(_MISSING_ENOENT)
+                else:
+                    results.append((out.status, out.err, out.kind, 0, False, out.stable, None))
     finally:
-        free(buf.data)
         close(dirfd)
+        free(cnames)
+        free(outs)
+        if _spare.data == NULL and buf.size <= SPARE_MAX:
+            _spare = buf
+        else:
+            free(buf.data)
     return results

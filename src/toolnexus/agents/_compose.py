@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 from functools import lru_cache
 from typing import Final, Literal
 
@@ -68,18 +69,22 @@ def truncation_notice(cap: int) -> str:
     return f"[truncated: exceeds {size} bootstrap cap]"
 
 
+_FS_ENCODING: Final = sys.getfilesystemencoding()
+_FS_ERRORS: Final = sys.getfilesystemencodeerrors()
+
+
 def _dir_bytes(dir: object) -> bytes:
-    if isinstance(dir, bytes):
-        path = dir
+    """``dir`` as a filesystem path in bytes, or TypeError/ValueError naming it."""
+    if type(dir) is str:  # the common case first: this runs once per soul
+        path = _encode_path(dir)
+    elif isinstance(dir, bytes):
+        path = bytes(dir)
     elif isinstance(dir, (str, os.PathLike)):
         try:
             fspath = os.fspath(dir)
         except TypeError as exc:  # __fspath__ returned something else
             raise TypeError(f"dir is not a usable path: {exc}") from None
-        try:
-            path = os.fsencode(fspath)
-        except UnicodeError as exc:
-            raise ValueError(f"dir cannot be encoded as a filesystem path: {exc}") from None
+        path = _encode_path(fspath) if isinstance(fspath, str) else fspath
     else:
         raise TypeError(f"dir must be str, bytes or os.PathLike, not {type(dir).__name__}")
     if b"\0" in path:
@@ -87,12 +92,21 @@ def _dir_bytes(dir: object) -> bytes:
     return path
 
 
+def _encode_path(path: str) -> bytes:
+    try:
+        return path.encode(_FS_ENCODING, _FS_ERRORS)
+    except UnicodeError as exc:
+        raise ValueError(f"dir cannot be encoded as a filesystem path: {exc}") from None
+
+
 def _check_cap(max_file_bytes: object) -> int:
-    if isinstance(max_file_bytes, bool) or not isinstance(max_file_bytes, int):
-        raise TypeError(f"max_file_bytes must be an int, not {type(max_file_bytes).__name__}")
+    if type(max_file_bytes) is not int:  # bool is an int subclass, and not allowed
+        if isinstance(max_file_bytes, bool) or not isinstance(max_file_bytes, int):
+            raise TypeError(f"max_file_bytes must be an int, not {type(max_file_bytes).__name__}")
+        max_file_bytes = int(max_file_bytes)
     if not 1 <= max_file_bytes <= _MAX_CAP:
         raise ValueError(f"max_file_bytes must be between 1 and {_MAX_CAP}, got {max_file_bytes}")
-    return int(max_file_bytes)
+    return max_file_bytes
 
 
 def _check_policy(symlinks: object) -> int:
@@ -110,13 +124,11 @@ def _assemble(
     """Trim each present body, add the notice, join the sections (SPEC §3.5-3.7)."""
     pieces: list[str] = []
     found: list[str] = []
-    heads = _FIRST_HEADS
-    for name, first, later, entry in zip(BOOTSTRAP_ORDER, _FIRST_HEADS, _NEXT_HEADS, entries, strict=True):
+    for index, entry in enumerate(entries):
         if entry[0] != _PRESENT:
             continue
-        found.append(name)
-        pieces.append(first if heads is _FIRST_HEADS else later)
-        heads = _NEXT_HEADS
+        found.append(BOOTSTRAP_ORDER[index])
+        pieces.append(_NEXT_HEADS[index] if pieces else _FIRST_HEADS[index])
         pieces.append(entry[6].strip(WHITESPACE))  # type: ignore[union-attr]
         if entry[4]:
             pieces.append("\n" + truncation_notice(cap))
@@ -134,8 +146,8 @@ def compose_soul(
     ``## <name>`` section, its body capped at ``max_file_bytes`` bytes; absent
     or unusable files are skipped silently. Nothing on disk is modified.
     """
-    entries = read_home(_dir_bytes(dir), _NAMES, _check_cap(max_file_bytes), 0)
-    return _assemble(entries, max_file_bytes)
+    cap = _check_cap(max_file_bytes)
+    return _assemble(read_home(_dir_bytes(dir), _NAMES, cap, 0), cap)
 
 
 def _describe(status: FileStatus, err: int, kind: int, symlinks: str) -> str | None:

@@ -1,0 +1,70 @@
+"""Instruction counts under callgrind: a noise-free figure to compare commits.
+
+Runs a fixed small workload (composing 200 typical homes 5 times) under
+``valgrind --tool=callgrind`` once per reader and prints the instructions
+executed by the whole process, minus the same process doing everything but
+the composing (start-up, imports, data generation). Counts are repeatable
+for the same build, inputs and environment, whatever else the machine does.
+
+    python benchmarks/callgrind.py            # needs valgrind on PATH
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+WORKLOAD = """
+import sys
+sys.path.insert(0, {here!r})
+from pathlib import Path
+from scenarios import make_typical
+from toolnexus.agents import _capread, _capread_py, _compose, compose_soul
+dirs = make_typical(Path({root!r}), 200)
+setattr(_compose, "read_home", {{"compiled": _capread, "pure": _capread_py}}[{reader!r}].read_home)
+if {compose}:
+    for _ in range(5):
+        for d in dirs:
+            compose_soul(d)
+"""
+
+
+def instructions(reader: str, compose: bool) -> int:
+    with tempfile.TemporaryDirectory(prefix="tns-cg-") as tmp:
+        script = WORKLOAD.format(here=str(HERE), root=str(Path(tmp, "data")), reader=reader, compose=compose)
+        done = subprocess.run(
+            [
+                "valgrind",
+                "--tool=callgrind",
+                f"--callgrind-out-file={os.devnull}",
+                sys.executable,
+                "-c",
+                script,
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    match = re.search(r"Collected\s*:\s*(\d+)", done.stderr)
+    if match is None:
+        raise RuntimeError(done.stderr[-2000:])
+    return int(match.group(1))
+
+
+def main() -> None:
+    if shutil.which("valgrind") is None:
+        raise SystemExit("valgrind is not on PATH")
+    print(f"{'reader':<9} {'instructions per soul':>22}")
+    for reader in ("compiled", "pure"):
+        total = instructions(reader, True) - instructions(reader, False)
+        print(f"{reader:<9} {total / 1000:>22,.0f}")
+
+
+if __name__ == "__main__":
+    main()

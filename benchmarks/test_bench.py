@@ -1,0 +1,89 @@
+"""pytest-benchmark: compiled reader, pure reader, baseline and floors, side by side.
+
+    python -m pytest benchmarks --benchmark-enable --benchmark-group-by=group
+
+Each benchmark is one pass over a whole scenario (500 typical homes, 2 large
+homes, 500 empty homes); groups put the contenders of a scenario together.
+Without ``--benchmark-enable`` (as in CI) every pass runs once, untimed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import ModuleType
+
+import pytest
+from pytest_benchmark.fixture import BenchmarkFixture
+
+from floor import DecodeFloor, SyscallFloor
+from scenarios import baseline_compose_soul, make_empty, make_large, make_typical
+from toolnexus.agents import MAX_BOOTSTRAP_FILE_BYTES, _capread, _capread_py, _compose, compose_soul
+
+# Smaller than compare.py's defaults: pytest-benchmark repeats each pass many times.
+TYPICAL_HOMES = 500
+LARGE_HOMES = 2
+
+SCENARIOS = ("typical", "large", "empty")
+READERS: dict[str, ModuleType] = {"compiled": _capread, "pure": _capread_py}
+
+
+@pytest.fixture(scope="module")
+def scenario_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
+    """The three scenarios' homes, generated once for the module."""
+    root = tmp_path_factory.mktemp("bench")
+    return {
+        "typical": make_typical(root, TYPICAL_HOMES),
+        "large": make_large(root, LARGE_HOMES),
+        "empty": make_empty(root, TYPICAL_HOMES),
+    }
+
+
+def _over(func: Callable[[str], object], dirs: list[str]) -> Callable[[], None]:
+    def one_pass() -> None:
+        for directory in dirs:
+            func(directory)
+
+    return one_pass
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+@pytest.mark.parametrize("kind", sorted(READERS))
+def test_reader(
+    benchmark: BenchmarkFixture,
+    monkeypatch: pytest.MonkeyPatch,
+    scenario_dirs: dict[str, list[str]],
+    scenario: str,
+    kind: str,
+) -> None:
+    monkeypatch.setattr(_compose, "read_home", READERS[kind].read_home)
+    benchmark.group = scenario
+    benchmark(_over(compose_soul, scenario_dirs[scenario]))
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_baseline(benchmark: BenchmarkFixture, scenario_dirs: dict[str, list[str]], scenario: str) -> None:
+    benchmark.group = scenario
+    benchmark(_over(baseline_compose_soul, scenario_dirs[scenario]))
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_syscall_floor(
+    benchmark: BenchmarkFixture, scenario_dirs: dict[str, list[str]], scenario: str
+) -> None:
+    benchmark.group = scenario
+    benchmark(SyscallFloor(scenario_dirs[scenario], MAX_BOOTSTRAP_FILE_BYTES))
+
+
+def test_decode_floor(benchmark: BenchmarkFixture, scenario_dirs: dict[str, list[str]]) -> None:
+    benchmark.group = "large"
+    benchmark(_over(DecodeFloor(MAX_BOOTSTRAP_FILE_BYTES), scenario_dirs["large"]))
+
+
+def test_all_contenders_compose_the_same_souls(scenario_dirs: dict[str, list[str]]) -> None:
+    # Not a benchmark: the contenders must do the same job for the table to mean anything.
+    for directory in scenario_dirs["typical"][:50]:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(_compose, "read_home", _capread_py.read_home)
+            pure = compose_soul(directory)
+        assert compose_soul(directory) == pure
+        assert baseline_compose_soul(directory)[1] == pure[1]
