@@ -369,7 +369,6 @@ def read_home(bytes directory, names, Py_ssize_t cap, int symlinks):
     cdef const char **cnames
     cdef Outcome *outs
     cdef Outcome *out
-    cdef bytes bname
     cdef int dirfd
     cdef int err = 0
     cdef Buffer buf
@@ -379,8 +378,9 @@ def read_home(bytes directory, names, Py_ssize_t cap, int symlinks):
         raise ValueError("cap must be >= 1")
     if b"\0" in directory:
         raise ValueError("embedded null byte")
-    for bname in tnames:  # type-checks every name before any I/O
-        pass
+    for name in tnames:
+        if not isinstance(name, bytes):
+            raise TypeError(f"names must be bytes, not {type(name).__name__}")
     with nogil:
         while True:
             dirfd = open(cdir, TNX_DIR_FLAGS)

@@ -228,6 +228,9 @@ def read_home(directory: bytes, names: Sequence[bytes], cap: int, symlinks: int)
         raise ValueError("cap must be >= 1")
     if b"\0" in directory:
         raise ValueError("embedded null byte")
+    for name in names:
+        if not isinstance(name, bytes):
+            raise TypeError(f"names must be bytes, not {type(name).__name__}")
     dirfd = -1
     if _HAVE_DIR_FD:
         try:
