@@ -137,5 +137,5 @@ def test_reader_rejects_bad_cap_and_nul(kind: str) -> None:
         module.read_home(b"/tmp", [b"SOUL.md"], 0, 0)
     with pytest.raises(ValueError, match="embedded null byte"):
         module.read_home(b"/tmp\0", [b"SOUL.md"], 10, 0)
-    with pytest.raises(TypeError, match="^names must be bytes, not str$"):
+    with pytest.raises(TypeError, match=r"^names must be bytes, not str$"):
         module.read_home(b"/tmp", [b"AGENTS.md", "SOUL.md"], 10, 0)
