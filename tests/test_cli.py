@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +15,7 @@ from types import ModuleType
 import pytest
 
 from conftest import Writer
+from toolnexus.agents import compose
 from toolnexus.agents.cli import main
 
 Capture = pytest.CaptureFixture[str]
@@ -177,3 +180,87 @@ def test_python_dash_m_on_the_example_persona(kind: str) -> None:
     )
     reader = "compiled" if kind == "compiled" else "pure-Python"
     assert version.stdout.endswith(f"({reader} reader)\n")
+
+
+# ---- batch -------------------------------------------------------------------
+
+SUMMARY = re.compile(r"^(\d+) homes, (\d+) files, (\d+\.\d) MB, \d+\.\d\d s, [\d,]+ homes/s\n$")
+
+
+def test_batch_to_jsonl(reader: ModuleType, tmp_path: Path, capsys: Capture) -> None:
+    homes = []
+    for index in range(3):
+        home = tmp_path / f"h{index}"
+        home.mkdir()
+        (home / "SOUL.md").write_text(f"soul {index}" * (index + 1))
+        homes.append(str(home))
+    (Path(homes[2]) / "TOOLS.md").write_text("t" * 20)
+    out = tmp_path / "souls.jsonl"
+    code, stdout, stderr = run(["batch", *homes, "--jsonl", str(out), "--max-file-bytes", "10"], capsys)
+    assert (code, stdout) == (0, "")
+    summary = SUMMARY.match(stderr)
+    assert summary is not None
+    assert summary.groups() == ("3", "4", "0.0")
+    records = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    texts = [compose(h, max_file_bytes=10).text for h in homes]
+    assert records[0] == {
+        "dir": homes[0],
+        "digest": hashlib.sha256(texts[0].encode()).hexdigest(),
+        "found": ["SOUL.md"],
+        "sizes": {"SOUL.md": 6},
+        "truncated": [],
+        "text": "## SOUL.md\n\nsoul 0",
+    }
+    assert records[2]["found"] == ["SOUL.md", "TOOLS.md"]
+    assert records[2]["sizes"] == {"SOUL.md": 11, "TOOLS.md": 11}
+    assert records[2]["truncated"] == ["SOUL.md", "TOOLS.md"]
+    assert [r["text"] for r in records] == texts
+
+
+def test_batch_from_file_and_stdin(
+    reader: ModuleType, tmp_path: Path, capsys: Capture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "USER.md").write_text(name)
+    listing = tmp_path / "list.txt"
+    listing.write_text(f"{tmp_path / 'a'}\n\n{tmp_path / 'b'}\n")
+    code, stdout, _ = run(["batch", "--from-file", str(listing), "--no-text"], capsys)
+    assert code == 0
+    assert [json.loads(line)["dir"] for line in stdout.splitlines()] == [
+        str(tmp_path / "a"),
+        str(tmp_path / "b"),
+    ]
+    assert "text" not in json.loads(stdout.splitlines()[0])
+    monkeypatch.setattr("sys.stdin", io.StringIO(f"{tmp_path / 'b'}\n"))
+    code, stdout, _ = run(["batch", str(tmp_path / "a"), "--from-file", "-", "--workers", "1"], capsys)
+    assert code == 0
+    assert [json.loads(line)["text"] for line in stdout.splitlines()] == [
+        "## USER.md\n\na",
+        "## USER.md\n\nb",
+    ]
+
+
+def test_batch_reports_problems(reader: ModuleType, home: Path, capsys: Capture) -> None:
+    (home / "SOUL.md").mkdir()
+    code, stdout, _ = run(["batch", str(home)], capsys)
+    assert code == 1
+    assert json.loads(stdout)["problems"] == [
+        {"name": "SOUL.md", "status": "not a regular file", "error": "is a directory"}
+    ]
+    code, stdout, stderr = run(["batch", str(home), "--strict"], capsys)
+    assert (code, stdout) == (1, "")
+    assert stderr == f"toolnexus-soul: {home}/SOUL.md: not a regular file: is a directory\n"
+
+
+def test_batch_usage_errors(reader: ModuleType, home: Path, capsys: Capture) -> None:
+    assert run(["batch"], capsys) == (
+        2,
+        "",
+        "toolnexus-soul: error: batch needs at least one DIR or --from-file\n",
+    )
+    assert run(["batch", str(home), "--workers", "0"], capsys) == (
+        2,
+        "",
+        "toolnexus-soul: error: --workers must be >= 1, got 0\n",
+    )

@@ -2,11 +2,14 @@
 
 ``compose_soul(dir)`` returns ``(soul, found)`` exactly as SPEC §3 defines;
 ``compose(dir)`` returns the same text with a per-file ``Soul`` report.
-``ACCELERATED`` is True when the compiled reader is in use.
+``SoulCache``, ``compose_many`` and ``acompose``/``acompose_soul`` serve
+hosts with many personas. ``ACCELERATED`` is True when the compiled reader
+is in use.
 """
 
 from __future__ import annotations
 
+from ._cache import CacheStats, SoulCache
 from ._compose import (
     BOOTSTRAP_ORDER,
     MAX_BOOTSTRAP_FILE_BYTES,
@@ -15,6 +18,7 @@ from ._compose import (
     compose_soul,
     truncation_notice,
 )
+from ._many import acompose, acompose_soul, compose_many
 from ._reader import ACCELERATED
 from ._report import BootstrapFileError, FileReport, FileStatus, Soul
 
@@ -23,11 +27,16 @@ __all__ = [
     "BOOTSTRAP_ORDER",
     "MAX_BOOTSTRAP_FILE_BYTES",
     "BootstrapFileError",
+    "CacheStats",
     "FileReport",
     "FileStatus",
     "Soul",
+    "SoulCache",
     "SymlinkPolicy",
+    "acompose",
+    "acompose_soul",
     "compose",
+    "compose_many",
     "compose_soul",
     "truncation_notice",
 ]

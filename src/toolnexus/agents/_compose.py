@@ -172,6 +172,13 @@ _KIND_NAMES: Final = {
 }
 
 
+def raise_if_unusable(path: bytes, files: tuple[FileReport, ...]) -> None:
+    """Strict mode: raise BootstrapFileError for the first file that exists but cannot be used."""
+    for report in files:
+        if report.status in UNUSABLE:
+            raise BootstrapFileError(os.path.join(os.fsdecode(path), report.name), report)
+
+
 def compose(
     dir: str | bytes | os.PathLike[str] | os.PathLike[bytes],
     *,
@@ -206,10 +213,7 @@ def compose(
         for name, entry in zip(BOOTSTRAP_ORDER, entries, strict=True)
     )
     if strict:
-        for report in files:
-            if report.status in UNUSABLE:
-                filename = os.path.join(os.fsdecode(path), report.name)
-                raise BootstrapFileError(filename, report)
+        raise_if_unusable(path, files)
     text, found = _assemble(entries, cap)
     return Soul(
         text=text,

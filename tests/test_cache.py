@@ -1,0 +1,251 @@
+"""SoulCache: the same object while nothing changed, never stale, on both readers."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from conftest import Writer
+from toolnexus.agents import BootstrapFileError, CacheStats, SoulCache, _cache, compose
+
+
+@pytest.fixture
+def aged(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make every file look old enough to trust: the cache's clock runs 10 s ahead."""
+    real = time.time_ns
+    monkeypatch.setattr(_cache, "_clock", lambda: real() + 10_000_000_000)
+
+
+@pytest.fixture
+def no_racy_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the signature decides: shows that it alone sees each change."""
+    monkeypatch.setattr(_cache, "RACY_WINDOW_NS", 0)
+    real = time.time_ns
+    monkeypatch.setattr(_cache, "_clock", lambda: real() + 10_000_000_000)
+
+
+def tick() -> None:
+    # Longer than the kernel's coarse timestamp clock (one jiffy, <= 10 ms).
+    time.sleep(0.03)
+
+
+def test_hit_returns_the_same_object(reader: ModuleType, home: Path, write: Writer, aged: None) -> None:
+    write("SOUL.md", "soul")
+    cache = SoulCache()
+    first = cache.compose(home)
+    assert first.text == "## SOUL.md\n\nsoul"
+    assert cache.compose(home) is first
+    assert cache.compose(str(home)) is first
+    assert cache.stats == CacheStats(hits=2, misses=1, stale=0, size=1, maxsize=1024)
+
+
+def test_fresh_files_are_reread_but_keep_identity(reader: ModuleType, home: Path, write: Writer) -> None:
+    write("SOUL.md", "soul")
+    cache = SoulCache()
+    first = cache.compose(home)
+    # Written just now: within the racy window, so not trusted, but re-reading
+    # finds the same soul and hands back the same object.
+    assert cache.compose(home) is first
+    assert cache.stats == CacheStats(hits=0, misses=1, stale=1, size=1, maxsize=1024)
+
+
+def test_same_size_rewrite_with_mtime_restored(reader: ModuleType, home: Path, write: Writer) -> None:
+    path = write("SOUL.md", "version A")
+    cache = SoulCache()
+    assert cache.compose(home).text == "## SOUL.md\n\nversion A"
+    before = path.stat()
+    path.write_text("version B")  # same size, same second
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert path.stat().st_size == before.st_size
+    assert path.stat().st_mtime_ns == before.st_mtime_ns
+    assert cache.compose(home).text == "## SOUL.md\n\nversion B"
+
+
+@pytest.mark.usefixtures("no_racy_window")
+def test_signature_alone_sees_a_same_size_rewrite(reader: ModuleType, home: Path, write: Writer) -> None:
+    path = write("SOUL.md", "version A")
+    cache = SoulCache()
+    first = cache.compose(home)
+    assert cache.compose(home) is first
+    tick()
+    before = path.stat()
+    path.write_text("version B")
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # ctime still moves
+    assert cache.compose(home).text == "## SOUL.md\n\nversion B"
+    assert cache.stats.stale == 1
+
+
+@pytest.mark.usefixtures("no_racy_window")
+def test_swap_by_rename(reader: ModuleType, home: Path, write: Writer) -> None:
+    write("MEMORY.md", "old memory")
+    cache = SoulCache()
+    assert cache.compose(home).text == "## MEMORY.md\n\nold memory"
+    write("MEMORY.md.tmp", "new memory")
+    os.replace(home / "MEMORY.md.tmp", home / "MEMORY.md")
+    assert cache.compose(home).text == "## MEMORY.md\n\nnew memory"
+
+
+@pytest.mark.usefixtures("no_racy_window")
+def test_added_and_deleted_files(reader: ModuleType, home: Path, write: Writer) -> None:
+    write("SOUL.md", "soul")
+    cache = SoulCache()
+    assert cache.compose(home).found == ("SOUL.md",)
+    write("AGENTS.md", "agents")
+    assert cache.compose(home).found == ("AGENTS.md", "SOUL.md")
+    (home / "SOUL.md").unlink()
+    assert cache.compose(home).text == "## AGENTS.md\n\nagents"
+    (home / "AGENTS.md").unlink()
+    assert cache.compose(home).text == ""
+
+
+@pytest.mark.usefixtures("no_racy_window")
+def test_file_turned_into_a_symlink(reader: ModuleType, tmp_path: Path, home: Path, write: Writer) -> None:
+    write("SOUL.md", "same words")
+    (tmp_path / "elsewhere.md").write_text("same words")
+    cache = SoulCache()
+    first = cache.compose(home)
+    (home / "SOUL.md").unlink()
+    (home / "SOUL.md").symlink_to(tmp_path / "elsewhere.md")
+    # follow: same text, so the same object comes back, but it was re-read.
+    assert cache.compose(home) is first
+    assert cache.stats.stale == 1
+    # within: the cached "within" soul must not survive the swap to an outside link.
+    within = SoulCache()
+    (home / "SOUL.md").unlink()
+    write("SOUL.md", "inside")
+    assert within.compose(home, symlinks="within").text == "## SOUL.md\n\ninside"
+    (home / "SOUL.md").unlink()
+    (home / "SOUL.md").symlink_to(tmp_path / "elsewhere.md")
+    assert within.compose(home, symlinks="within").text == ""
+
+
+@pytest.mark.usefixtures("no_racy_window")
+def test_symlink_retargeted(reader: ModuleType, home: Path, write: Writer) -> None:
+    write("a.md", "first target")
+    write("b.md", "second target")
+    (home / "USER.md").symlink_to("a.md")
+    cache = SoulCache()
+    assert cache.compose(home).text == "## USER.md\n\nfirst target"
+    (home / "USER.md").unlink()
+    (home / "USER.md").symlink_to("b.md")
+    assert cache.compose(home).text == "## USER.md\n\nsecond target"
+    assert cache.compose(home, symlinks="refuse").text == ""
+
+
+def test_options_are_part_of_the_key(reader: ModuleType, home: Path, write: Writer, aged: None) -> None:
+    write("SOUL.md", "abcdef")
+    cache = SoulCache()
+    full = cache.compose(home)
+    capped = cache.compose(home, max_file_bytes=3)
+    assert capped.text == "## SOUL.md\n\nabc\n[truncated: exceeds 3 bytes bootstrap cap]"
+    assert full.text == "## SOUL.md\n\nabcdef"
+    assert cache.compose(home, max_file_bytes=3) is capped
+    assert cache.compose(home, symlinks="refuse") is not full
+    assert len(cache) == 3
+
+
+def test_lru_eviction(reader: ModuleType, tmp_path: Path, aged: None) -> None:
+    homes = []
+    for name in ("a", "b", "c"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "SOUL.md").write_text(name)
+        homes.append(tmp_path / name)
+    cache = SoulCache(maxsize=2)
+    first_a = cache.compose(homes[0])
+    cache.compose(homes[1])
+    assert cache.compose(homes[0]) is first_a  # a is now the most recent
+    cache.compose(homes[2])  # evicts b
+    assert cache.compose(homes[0]) is first_a
+    cache.compose(homes[1])
+    assert cache.stats == CacheStats(hits=2, misses=4, stale=0, size=2, maxsize=2)
+
+
+def test_invalidate_and_clear(reader: ModuleType, home: Path, write: Writer, aged: None) -> None:
+    write("SOUL.md", "soul")
+    cache = SoulCache()
+    first = cache.compose(home)
+    cache.compose(home, max_file_bytes=2)
+    assert cache.invalidate(home) == 2
+    assert cache.invalidate(home) == 0
+    second = cache.compose(home)
+    assert second is not first
+    assert second == first
+    cache.clear()
+    assert cache.stats == CacheStats(hits=0, misses=0, stale=0, size=0, maxsize=1024)
+    assert repr(cache) == "SoulCache(size=0, maxsize=1024, hits=0, misses=0, stale=0)"
+
+
+def test_strict_raises_from_the_cache_too(reader: ModuleType, home: Path, aged: None) -> None:
+    (home / "USER.md").mkdir()
+    cache = SoulCache()
+    for _ in range(2):
+        with pytest.raises(BootstrapFileError) as caught:
+            cache.compose(home, strict=True)
+        assert caught.value.filename == os.path.join(str(home), "USER.md")
+    assert cache.compose(home).found == ()
+    assert cache.stats.hits == 2
+
+
+def test_missing_directory_is_cached_and_then_found(reader: ModuleType, tmp_path: Path) -> None:
+    home = tmp_path / "later"
+    cache = SoulCache()
+    assert cache.compose(home).text == ""
+    home.mkdir()
+    (home / "SOUL.md").write_text("arrived")
+    assert cache.compose(home).text == "## SOUL.md\n\narrived"
+
+
+def test_threads_share_one_cache(reader: ModuleType, tmp_path: Path, aged: None) -> None:
+    homes = []
+    for index in range(8):
+        home = tmp_path / f"h{index}"
+        home.mkdir()
+        (home / "SOUL.md").write_text(f"soul {index}")
+        homes.append(home)
+    cache = SoulCache(maxsize=4)
+    expected = {str(h): compose(h).text for h in homes}
+    barrier = threading.Barrier(4)
+
+    def work(worker: int) -> list[bool]:
+        barrier.wait()
+        return [
+            cache.compose(homes[(worker + i) % 8]).text == expected[str(homes[(worker + i) % 8])]
+            for i in range(200)
+        ]
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = [ok for batch in pool.map(work, range(4)) for ok in batch]
+    assert all(results)
+    stats = cache.stats
+    assert stats.hits + stats.misses + stats.stale == 800
+    assert stats.size <= 4
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "message"),
+    [
+        (0, ValueError, "maxsize must be >= 1, got 0"),
+        (True, TypeError, "maxsize must be an int, not bool"),
+        (1.5, TypeError, "maxsize must be an int, not float"),
+    ],
+)
+def test_bad_maxsize(value: object, error: type[Exception], message: str) -> None:
+    with pytest.raises(error) as caught:
+        SoulCache(value)  # type: ignore[arg-type]
+    assert str(caught.value) == message
+
+
+def test_bad_arguments_name_themselves(tmp_path: Path) -> None:
+    cache = SoulCache()
+    with pytest.raises(TypeError, match=r"^dir must be str, bytes or os.PathLike, not int$"):
+        cache.compose(3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"^symlinks must be"):
+        cache.compose(tmp_path, symlinks="sometimes")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^strict must be a bool, not int$"):
+        cache.compose(tmp_path, strict=1)  # type: ignore[arg-type]

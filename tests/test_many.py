@@ -1,0 +1,156 @@
+"""compose_many and the asyncio wrappers, on both readers."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+import re
+import threading
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from toolnexus.agents import (
+    BootstrapFileError,
+    Soul,
+    _compose,
+    acompose,
+    acompose_soul,
+    compose,
+    compose_many,
+    compose_soul,
+)
+
+
+def make_homes(root: Path, count: int) -> list[Path]:
+    homes = []
+    for index in range(count):
+        home = root / f"home-{index:03d}"
+        home.mkdir()
+        if index % 3:
+            (home / "SOUL.md").write_text(f"soul {index}")
+        if index % 5 == 0:
+            (home / "MEMORY.md").write_text("m" * (index + 1))
+        homes.append(home)
+    return homes
+
+
+def test_order_and_content(reader: ModuleType, tmp_path: Path) -> None:
+    homes = make_homes(tmp_path, 150)  # several chunks
+    souls = compose_many(homes)
+    assert souls == [compose(h) for h in homes]
+    assert souls[1].text == "## SOUL.md\n\nsoul 1"
+    assert souls[0].text == "## MEMORY.md\n\nm"
+
+
+@pytest.mark.parametrize("workers", [1, 2, 7])
+def test_workers(reader: ModuleType, tmp_path: Path, workers: int) -> None:
+    homes = make_homes(tmp_path, 70)
+    assert compose_many(homes, workers=workers, max_file_bytes=3) == [
+        compose(h, max_file_bytes=3) for h in homes
+    ]
+
+
+def test_own_executor_stays_open(reader: ModuleType, tmp_path: Path) -> None:
+    homes = make_homes(tmp_path, 10)
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        assert compose_many(homes, executor=pool) == [compose(h) for h in homes]
+        assert pool.submit(lambda: 42).result() == 42
+
+
+def test_empty_input(reader: ModuleType) -> None:
+    assert compose_many([]) == []
+    assert compose_many(iter(())) == []
+
+
+def test_strict_failure_names_the_directory(reader: ModuleType, tmp_path: Path) -> None:
+    homes = make_homes(tmp_path, 200)
+    (homes[137] / "TOOLS.md").mkdir()
+    (homes[190] / "USER.md").mkdir()
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        with pytest.raises(BootstrapFileError) as caught:
+            compose_many(homes, executor=pool, strict=True)
+        assert caught.value.filename == os.path.join(str(homes[137]), "TOOLS.md")
+        assert str(homes[137]) in str(caught.value)
+        # Nothing left running or queued: the pool takes new work at once.
+        assert pool.submit(lambda: "free").result(timeout=5) == "free"
+    # Without strict, the same homes compose.
+    assert len(compose_many(homes, strict=False)) == 200
+
+
+def test_bad_items_are_named_by_index(reader: ModuleType, tmp_path: Path) -> None:
+    with pytest.raises(TypeError) as caught:
+        compose_many([tmp_path, tmp_path, 3])  # type: ignore[list-item]
+    assert str(caught.value) == "dirs[2]: dir must be str, bytes or os.PathLike, not int"
+    with pytest.raises(ValueError, match=r"^dirs\[0\]: dir must not contain a NUL byte$"):
+        compose_many(["a\0b"])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"workers": 0}, "workers must be an int >= 1, got 0"),
+        ({"workers": True}, "workers must be an int >= 1, got True"),
+        ({"workers": 2, "executor": ThreadPoolExecutor(1)}, "give workers or executor, not both"),
+        ({"max_file_bytes": 0}, "max_file_bytes must be between 1 and 9223372036854775806, got 0"),
+        ({"symlinks": "maybe"}, "symlinks must be 'follow', 'within' or 'refuse', got 'maybe'"),
+    ],
+)
+def test_bad_options(reader: ModuleType, tmp_path: Path, kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)) as caught:
+        compose_many([tmp_path], **kwargs)  # type: ignore[arg-type]
+    assert str(caught.value) == message
+    executor = kwargs.get("executor")
+    if isinstance(executor, ThreadPoolExecutor):
+        executor.shutdown()
+
+
+def test_process_pool(tmp_path: Path) -> None:
+    # Chunks and Souls cross a process boundary (pickled both ways).
+    homes = make_homes(tmp_path, 80)
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=2, mp_context=context) as pool:
+        souls = compose_many(homes, executor=pool)
+    assert souls == [compose(h) for h in homes]
+    assert all(isinstance(s, Soul) for s in souls)
+    assert souls[5].digest == compose(homes[5]).digest
+
+
+def test_async_wrappers_run_off_the_event_loop(
+    reader: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (home,) = make_homes(tmp_path, 1)
+    (home / "SOUL.md").write_text("async soul")
+    threads: list[int] = []
+    read_home = reader.read_home
+
+    def recording(*args: object) -> object:
+        threads.append(threading.get_ident())
+        return read_home(*args)
+
+    monkeypatch.setattr(_compose, "read_home", recording)
+
+    async def main() -> tuple[Soul, tuple[str, list[str]], int]:
+        soul = await acompose(home, symlinks="within")
+        pair = await acompose_soul(home, max_file_bytes=5)
+        return soul, pair, threading.get_ident()
+
+    soul, pair, loop_thread = asyncio.run(main())
+    assert soul.text == "## SOUL.md\n\nasync soul\n\n## MEMORY.md\n\nm"
+    assert pair == compose_soul(home, max_file_bytes=5)
+    assert pair[0] == "## SOUL.md\n\nasync\n[truncated: exceeds 5 bytes bootstrap cap]\n\n## MEMORY.md\n\nm"
+    assert len(threads) == 3
+    assert loop_thread not in threads[:2]
+
+
+def test_async_errors_propagate(reader: ModuleType, tmp_path: Path) -> None:
+    (tmp_path / "SOUL.md").mkdir()
+
+    async def main() -> None:
+        await acompose(tmp_path, strict=True)
+
+    with pytest.raises(BootstrapFileError):
+        asyncio.run(main())
