@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from floor import DecodeFloor, SyscallFloor, capped_bodies, decode_all
 from scenarios import baseline_compose_soul, make_empty, make_large, make_typical
-from toolnexus.agents import MAX_BOOTSTRAP_FILE_BYTES, _capread, _capread_py, _compose, compose_soul
+from toolnexus.agents import MAX_BOOTSTRAP_FILE_BYTES, _capread, _capread_py, _reader, compose_soul
 
 CAP = MAX_BOOTSTRAP_FILE_BYTES
 
@@ -54,12 +54,12 @@ EXTRA_RATIOS = [
 @contextmanager
 def reader(module: ModuleType) -> Iterator[None]:
     """Route compose_soul through one reader (as the tests' fixture does)."""
-    saved = getattr(_compose, "read_home")  # noqa: B009 - not re-exported on purpose
-    setattr(_compose, "read_home", module.read_home)  # noqa: B010
+    saved = _reader.read_home, _reader.read_homes
+    _reader.read_home, _reader.read_homes = module.read_home, module.read_homes
     try:
         yield
     finally:
-        setattr(_compose, "read_home", saved)  # noqa: B010
+        _reader.read_home, _reader.read_homes = saved
 
 
 def per_home_us(func: Callable[[str], object], dirs: list[str]) -> float:

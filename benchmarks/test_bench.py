@@ -17,7 +17,17 @@ from pytest_benchmark.fixture import BenchmarkFixture
 
 from floor import DecodeFloor, SyscallFloor
 from scenarios import baseline_compose_soul, make_empty, make_large, make_typical
-from toolnexus.agents import MAX_BOOTSTRAP_FILE_BYTES, _capread, _capread_py, _compose, compose_soul
+from toolnexus.agents import (
+    MAX_BOOTSTRAP_FILE_BYTES,
+    SoulCache,
+    _cache,
+    _capread,
+    _capread_py,
+    _reader,
+    compose,
+    compose_many,
+    compose_soul,
+)
 
 # Smaller than compare.py's defaults: pytest-benchmark repeats each pass many times.
 TYPICAL_HOMES = 500
@@ -55,7 +65,8 @@ def test_reader(
     scenario: str,
     kind: str,
 ) -> None:
-    monkeypatch.setattr(_compose, "read_home", READERS[kind].read_home)
+    monkeypatch.setattr(_reader, "read_home", READERS[kind].read_home)
+    monkeypatch.setattr(_reader, "read_homes", READERS[kind].read_homes)
     benchmark.group = scenario
     benchmark(_over(compose_soul, scenario_dirs[scenario]))
 
@@ -79,11 +90,35 @@ def test_decode_floor(benchmark: BenchmarkFixture, scenario_dirs: dict[str, list
     benchmark(_over(DecodeFloor(MAX_BOOTSTRAP_FILE_BYTES), scenario_dirs["large"]))
 
 
+@pytest.mark.parametrize("how", ["cold compose", "warm cache", "compose_many x2"])
+def test_many(
+    benchmark: BenchmarkFixture,
+    monkeypatch: pytest.MonkeyPatch,
+    scenario_dirs: dict[str, list[str]],
+    how: str,
+) -> None:
+    dirs = scenario_dirs["typical"]
+    benchmark.group = "many (typical, compiled)"
+    if how == "cold compose":
+        benchmark(_over(compose, dirs))
+    elif how == "warm cache":
+        # The files were just written: move the cache's clock past the racy
+        # window instead of sleeping, so that warm calls are hits.
+        real = _cache._clock
+        monkeypatch.setattr(_cache, "_clock", lambda: real() + 10 * _cache.RACY_WINDOW_NS)
+        cache = SoulCache(maxsize=len(dirs))
+        _over(cache.compose, dirs)()
+        benchmark(_over(cache.compose, dirs))
+        assert cache.stats.misses == len(dirs)
+    else:
+        benchmark(lambda: compose_many(dirs, workers=2))
+
+
 def test_all_contenders_compose_the_same_souls(scenario_dirs: dict[str, list[str]]) -> None:
     # Not a benchmark: the contenders must do the same job for the table to mean anything.
     for directory in scenario_dirs["typical"][:50]:
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(_compose, "read_home", _capread_py.read_home)
+            patch.setattr(_reader, "read_home", _capread_py.read_home)
             pure = compose_soul(directory)
         assert compose_soul(directory) == pure
         assert baseline_compose_soul(directory)[1] == pure[1]

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import importlib
 import os
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-from toolnexus.agents import _compose
+from toolnexus.agents import _reader
 
 READERS = ("compiled", "pure")
 MODULES = {"compiled": "toolnexus.agents._capread", "pure": "toolnexus.agents._capread_py"}
@@ -28,9 +29,10 @@ def load_reader(kind: str) -> ModuleType:
 
 @pytest.fixture(params=READERS)
 def reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    """The reader under test, installed behind compose() and compose_soul()."""
+    """The reader under test, installed behind every public function."""
     module = load_reader(request.param)
-    monkeypatch.setattr(_compose, "read_home", module.read_home)
+    monkeypatch.setattr(_reader, "read_home", module.read_home)
+    monkeypatch.setattr(_reader, "read_homes", module.read_homes)
     return module
 
 
@@ -60,3 +62,14 @@ def write(home: Path) -> Writer:
 
 def is_root() -> bool:
     return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def fork() -> int:
+    """os.fork(), without 3.12's warning about forking a process with threads.
+
+    The tests fork on purpose (to drop privileges, to check fork safety) and
+    only call async-signal-safe work or exec-free Python in the child.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return os.fork()

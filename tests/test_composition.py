@@ -271,3 +271,55 @@ def test_files_on_disk_are_not_modified(reader: ModuleType, home: Path, write: W
     after = {p.name: (p.read_bytes(), p.stat().st_mtime_ns, p.stat().st_ctime_ns) for p in home.iterdir()}
     assert after == before
     assert sorted(p.name for p in home.iterdir()) == listing
+
+
+@pytest.mark.parametrize(
+    "char",
+    [
+        "\x7f",
+        "\x80",
+        "\xff",
+        "\u0100",
+        "\u07ff",
+        "\u0800",
+        "\ud7ff",
+        "\ue000",
+        "\uffff",
+        "\U00010000",
+        "\U0010ffff",
+    ],
+    ids=lambda c: f"U+{ord(c):04X}",
+)
+def test_code_point_boundaries(reader: ModuleType, home: Path, write: Writer, char: str) -> None:
+    # Each boundary of UTF-8 lengths and of str widths (1, 2 and 4 bytes),
+    # sparse (the compiled reader decodes that itself) and dense (CPython does).
+    body = "ascii text " * 8 + char + " tail" + char + char * 40
+    write("SOUL.md", body)
+    soul, _ = compose_soul(home)
+    assert soul == "## SOUL.md\n\n" + body
+    assert max(map(ord, soul)) == ord(char) or ord(char) < 0x80
+
+
+@pytest.mark.parametrize(
+    ("content", "body"),
+    [
+        (b"\xe0\x80\x80", "\ufffd\ufffd\ufffd"),  # overlong 3-byte
+        (b"\xe0\x9f\xbf", "\ufffd\ufffd\ufffd"),  # overlong, just below U+0800
+        (b"\xf0\x80\x80\x80", "\ufffd\ufffd\ufffd\ufffd"),  # overlong 4-byte
+        (b"\xf0\x8f\xbf\xbf", "\ufffd\ufffd\ufffd\ufffd"),
+        (b"\xed\xbf\xbf", "\ufffd\ufffd\ufffd"),  # a low surrogate
+        (b"\xf4\x8f\xbf\xbf", "\U0010ffff"),
+        (b"\xf5\x80\x80\x80", "\ufffd\ufffd\ufffd\ufffd"),
+        (b"x\xc2", "x\ufffd"),  # cut short at the end
+        (b"x\xe2\x82 y", "x\ufffd y"),
+        (b"x\xf0\x9f\x98", "x\ufffd"),
+        (b"abcdefgh\xc3\xa9abcdefgh", "abcdefghéabcdefgh"),  # after an 8-byte ASCII run
+        (b"abcdefg\xffabcdefgh", "abcdefg\ufffdabcdefgh"),
+    ],
+)
+def test_ill_formed_sequences(
+    reader: ModuleType, home: Path, write: Writer, content: bytes, body: str
+) -> None:
+    write("SOUL.md", content)
+    assert compose_soul(home) == (f"## SOUL.md\n\n{body}", ["SOUL.md"])
+    assert body == content.decode("utf-8", "replace").strip()

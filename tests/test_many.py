@@ -6,17 +6,20 @@ import asyncio
 import multiprocessing
 import os
 import re
+import signal
 import threading
+import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from conftest import fork
 from toolnexus.agents import (
     BootstrapFileError,
     Soul,
-    _compose,
+    _reader,
     acompose,
     acompose_soul,
     compose,
@@ -119,6 +122,28 @@ def test_process_pool(tmp_path: Path) -> None:
     assert souls[5].digest == compose(homes[5]).digest
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_shared_pool_survives_a_fork(reader: ModuleType, tmp_path: Path) -> None:
+    homes = make_homes(tmp_path, 130)
+    expected = [compose(h).text for h in homes]
+    assert [s.text for s in compose_many(homes, workers=2)] == expected  # the pool now exists
+    pid = fork()
+    if pid == 0:  # child: the parent's pool threads are gone; a new pool must be made
+        ok = False
+        try:
+            ok = [s.text for s in compose_many(homes, workers=2)] == expected
+        finally:
+            os._exit(0 if ok else 1)
+    deadline = time.monotonic() + 60
+    while (done := os.waitpid(pid, os.WNOHANG)) == (0, 0):
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("compose_many hung in a forked child")
+        time.sleep(0.01)
+    assert os.waitstatus_to_exitcode(done[1]) == 0
+
+
 def test_async_wrappers_run_off_the_event_loop(
     reader: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -131,7 +156,7 @@ def test_async_wrappers_run_off_the_event_loop(
         threads.append(threading.get_ident())
         return read_home(*args)
 
-    monkeypatch.setattr(_compose, "read_home", recording)
+    monkeypatch.setattr(_reader, "read_home", recording)
 
     async def main() -> tuple[Soul, tuple[str, list[str]], int]:
         soul = await acompose(home, symlinks="within")

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from conftest import load_reader
 from spec_reference import BOOTSTRAP_ORDER, compose_layout
-from toolnexus.agents import _compose, compose_soul
+from toolnexus.agents import _reader, compose_soul
 
 settings.register_profile("ci", max_examples=300, deadline=None)
 settings.register_profile(
@@ -84,7 +84,7 @@ def test_both_readers_compose_exactly_as_the_spec_says(layout: dict[str, bytes],
         _materialise(Path(name), layout)
         for module in (COMPILED, PURE):
             with pytest.MonkeyPatch.context() as patch:
-                patch.setattr(_compose, "read_home", module.read_home)
+                patch.setattr(_reader, "read_home", module.read_home)
                 assert compose_soul(name, max_file_bytes=cap) == expected
 
 
@@ -99,3 +99,37 @@ def test_readers_agree_around_a_page_and_a_large_cap(prefix: bytes, tail: bytes,
         names = [b"MEMORY.md"]
         assert COMPILED.read_home(path, names, cap, 0) == PURE.read_home(path, names, cap, 0)
         assert compose_layout({"MEMORY.md": data}, cap)[0] == compose_soul(name, max_file_bytes=cap)[0]
+
+
+@given(text=st.text(max_size=200), cap=caps)
+def test_well_formed_text_decodes_like_cpython(text: str, cap: int) -> None:
+    # The compiled reader decodes well-formed UTF-8 itself (scan, then fill):
+    # every width of str, every plane, must come out as CPython's decoder says.
+    data = text.encode("utf-8", "surrogatepass")
+    with tempfile.TemporaryDirectory() as name:
+        (Path(name) / "USER.md").write_bytes(data)
+        path = os.fsencode(name)
+        compiled = COMPILED.read_home(path, [b"USER.md"], cap, 0)
+        assert compiled == PURE.read_home(path, [b"USER.md"], cap, 0)
+    if len(data) <= cap and not data.startswith(b"\xef\xbb\xbf"):
+        assert compiled[0][6] == data.decode("utf-8", "replace")
+
+
+ascii_runs = st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7E), min_size=24, max_size=80)
+sparse_texts = st.lists(st.tuples(ascii_runs, st.text(max_size=1)), min_size=1, max_size=120).map(
+    lambda parts: "".join(run + char for run, char in parts)
+)
+
+
+@given(text=sparse_texts, cap=st.integers(min_value=1, max_value=16 * 1024))
+def test_sparse_multibyte_text_agrees(text: str, cap: int) -> None:
+    # Mostly ASCII with the odd character of any width and plane: the text the
+    # compiled reader decodes without CPython, past the dense-text probe too.
+    data = text.encode("utf-8", "surrogatepass")
+    with tempfile.TemporaryDirectory() as name:
+        (Path(name) / "TOOLS.md").write_bytes(data)
+        path = os.fsencode(name)
+        compiled = COMPILED.read_home(path, [b"TOOLS.md"], cap, 0)
+        assert compiled == PURE.read_home(path, [b"TOOLS.md"], cap, 0)
+    if len(data) <= cap:
+        assert compiled[0][6] == data.decode("utf-8", "replace")

@@ -50,7 +50,7 @@ def test_soul_is_immutable_and_comparable(reader: ModuleType, home: Path, write:
     assert hash(first) == hash(second)
     with pytest.raises(dataclasses.FrozenInstanceError):
         first.text = "changed"  # type: ignore[misc]
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(AttributeError):
         first.files[1].size = 0  # type: ignore[misc]
     assert isinstance(first.found, tuple)
     assert isinstance(first.files, tuple)

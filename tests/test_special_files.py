@@ -15,7 +15,7 @@ from types import ModuleType
 
 import pytest
 
-from conftest import Writer
+from conftest import Writer, fork
 from toolnexus.agents import FileReport, FileStatus, compose, compose_soul
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs procfs")
@@ -157,7 +157,7 @@ def test_non_utf8_directory_name(reader: ModuleType, tmp_path: Path) -> None:
 def _compose_unprivileged(home: Path) -> list[FileReport]:
     """compose(home) in a forked child that can no longer read what root can."""
     read_end, write_end = os.pipe()
-    pid = os.fork()
+    pid = fork()
     if pid == 0:  # child: drop root, compose, send the reports back, never return
         code = 0
         try:

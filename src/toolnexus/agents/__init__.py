@@ -9,7 +9,7 @@ is in use.
 
 from __future__ import annotations
 
-from ._cache import CacheStats, SoulCache
+from ._cache import RACY_WINDOW_NS, CacheStats, SoulCache
 from ._compose import (
     BOOTSTRAP_ORDER,
     MAX_BOOTSTRAP_FILE_BYTES,
@@ -26,6 +26,7 @@ __all__ = [
     "ACCELERATED",
     "BOOTSTRAP_ORDER",
     "MAX_BOOTSTRAP_FILE_BYTES",
+    "RACY_WINDOW_NS",
     "BootstrapFileError",
     "CacheStats",
     "FileReport",

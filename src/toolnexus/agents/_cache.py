@@ -22,9 +22,8 @@ from ._compose import (
     _NAMES,
     MAX_BOOTSTRAP_FILE_BYTES,
     SymlinkPolicy,
-    _check_cap,
-    _check_policy,
     _dir_bytes,
+    check_options,
     compose,
     raise_if_unusable,
 )
@@ -113,10 +112,7 @@ class SoulCache:
     ) -> Soul:
         """The soul of ``dir``: the cached object if still valid, else a fresh one."""
         path = _dir_bytes(dir)
-        cap = _check_cap(max_file_bytes)
-        policy = _check_policy(symlinks)
-        if not isinstance(strict, bool):
-            raise TypeError(f"strict must be a bool, not {type(strict).__name__}")
+        cap, policy = check_options(max_file_bytes, symlinks, strict)
         key = (path, cap, policy)
         with self._lock:
             entry = self._entries.get(key)

@@ -16,3 +16,8 @@ def read_home(
     directory: bytes, names: Sequence[bytes], cap: int, symlinks: int
 ) -> list[tuple[int, int, int, int, bool, bool, str | None]]:
     """Read each of ``names`` inside ``directory``, at most ``cap + 1`` bytes each."""
+
+def read_homes(
+    directories: Sequence[bytes], names: Sequence[bytes], cap: int, symlinks: int
+) -> list[list[tuple[int, int, int, int, bool, bool, str | None]]]:
+    """``[read_home(d, names, cap, symlinks) for d in directories]``, in one call."""

@@ -27,6 +27,7 @@ __all__ = [
     "WITHIN_PORTABLE",
     "Entry",
     "read_home",
+    "read_homes",
 ]
 
 # Status codes of an entry (first item of each result tuple).
@@ -259,3 +260,17 @@ def read_home(directory: bytes, names: Sequence[bytes], cap: int, symlinks: int)
     finally:
         if dirfd >= 0:
             os.close(dirfd)
+
+
+def read_homes(
+    directories: Sequence[bytes], names: Sequence[bytes], cap: int, symlinks: int
+) -> list[list[Entry]]:
+    """``[read_home(d, names, cap, symlinks) for d in directories]``, in one call.
+
+    The compiled reader does the I/O of many homes without taking the GIL
+    back in between, which is what lets threads composing many homes overlap.
+    """
+    for directory in directories:
+        if not isinstance(directory, bytes):
+            raise TypeError(f"directories must be bytes, not {type(directory).__name__}")
+    return [read_home(directory, names, cap, symlinks) for directory in directories]

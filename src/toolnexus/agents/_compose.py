@@ -6,13 +6,14 @@ Every rule of SPEC §3.5-3.7 lives here, once, for both readers; the reader
 
 from __future__ import annotations
 
+import errno as errnos
 import os
 import stat
 import sys
 from functools import lru_cache
 from typing import Final, Literal
 
-from ._reader import read_home
+from . import _reader
 from ._report import STATUS_BY_CODE, UNUSABLE, BootstrapFileError, FileReport, FileStatus, Soul
 
 __all__ = [
@@ -45,6 +46,8 @@ WHITESPACE: Final = (
 )
 
 SymlinkPolicy = Literal["follow", "within", "refuse"]
+# One reader result: (status, errno, file type bits, bytes read, truncated, stable, text).
+Entry = tuple[int, int, int, int, bool, bool, "str | None"]
 _POLICY_CODES: Final = {"follow": 0, "within": 1, "refuse": 2}
 
 _NAMES: Final = tuple(os.fsencode(name) for name in BOOTSTRAP_ORDER)
@@ -52,6 +55,7 @@ _NAMES: Final = tuple(os.fsencode(name) for name in BOOTSTRAP_ORDER)
 _FIRST_HEADS: Final = tuple(f"## {name}\n\n" for name in BOOTSTRAP_ORDER)
 _NEXT_HEADS: Final = tuple(f"\n\n## {name}\n\n" for name in BOOTSTRAP_ORDER)
 _PRESENT: Final = 0
+_MISSING: Final = 1
 _MIB: Final = 1024 * 1024
 # The C reader holds the cap in a Py_ssize_t and asks for cap + 1 bytes.
 _MAX_CAP: Final = 2**63 - 2
@@ -118,9 +122,7 @@ def _check_policy(symlinks: object) -> int:
         raise ValueError(f"symlinks must be 'follow', 'within' or 'refuse', got {symlinks!r}") from None
 
 
-def _assemble(
-    entries: list[tuple[int, int, int, int, bool, bool, str | None]], cap: int
-) -> tuple[str, list[str]]:
+def _assemble(entries: list[Entry], cap: int) -> tuple[str, list[str]]:
     """Trim each present body, add the notice, join the sections (SPEC §3.5-3.7)."""
     pieces: list[str] = []
     found: list[str] = []
@@ -147,7 +149,7 @@ def compose_soul(
     or unusable files are skipped silently. Nothing on disk is modified.
     """
     cap = _check_cap(max_file_bytes)
-    return _assemble(read_home(_dir_bytes(dir), _NAMES, cap, 0), cap)
+    return _assemble(_reader.read_home(_dir_bytes(dir), _NAMES, cap, 0), cap)
 
 
 def _describe(status: FileStatus, err: int, kind: int, symlinks: str) -> str | None:
@@ -172,11 +174,54 @@ _KIND_NAMES: Final = {
 }
 
 
+# A missing file's report is the same every time: share one per name.
+_ABSENT_REPORTS: Final = tuple(
+    FileReport(name, FileStatus.MISSING, errno=errnos.ENOENT, error=os.strerror(errnos.ENOENT))
+    for name in BOOTSTRAP_ORDER
+)
+
+
+def _reports(entries: list[Entry], symlinks: str) -> tuple[FileReport, ...]:
+    reports = []
+    for index, entry in enumerate(entries):
+        code = entry[0]
+        if code == _PRESENT:
+            report = FileReport(BOOTSTRAP_ORDER[index], FileStatus.PRESENT, entry[3], entry[4], entry[5])
+        elif code == _MISSING and entry[1] == errnos.ENOENT:
+            report = _ABSENT_REPORTS[index]
+        else:
+            status = STATUS_BY_CODE[code]
+            error = _describe(status, entry[1], entry[2], symlinks)
+            report = FileReport(BOOTSTRAP_ORDER[index], status, 0, False, entry[5], entry[1] or None, error)
+        reports.append(report)
+    return tuple(reports)
+
+
 def raise_if_unusable(path: bytes, files: tuple[FileReport, ...]) -> None:
     """Strict mode: raise BootstrapFileError for the first file that exists but cannot be used."""
     for report in files:
         if report.status in UNUSABLE:
             raise BootstrapFileError(os.path.join(os.fsdecode(path), report.name), report)
+
+
+def check_options(max_file_bytes: object, symlinks: object, strict: object) -> tuple[int, int]:
+    """Validate ``compose``'s options; returns the cap and the reader's policy code."""
+    cap = _check_cap(max_file_bytes)
+    policy = _check_policy(symlinks)
+    if not isinstance(strict, bool):
+        raise TypeError(f"strict must be a bool, not {type(strict).__name__}")
+    return cap, policy
+
+
+def soul_from_entries(
+    path: bytes, entries: list[Entry], cap: int, symlinks: SymlinkPolicy, strict: bool
+) -> Soul:
+    """The ``Soul`` for one home, from the reader's results (checked options)."""
+    files = _reports(entries, symlinks)
+    if strict:
+        raise_if_unusable(path, files)
+    text, found = _assemble(entries, cap)
+    return Soul(text=text, found=tuple(found), files=files, max_file_bytes=cap, symlinks=symlinks)
 
 
 def compose(
@@ -195,30 +240,6 @@ def compose(
     still skipped.
     """
     path = _dir_bytes(dir)
-    cap = _check_cap(max_file_bytes)
-    policy = _check_policy(symlinks)
-    if not isinstance(strict, bool):
-        raise TypeError(f"strict must be a bool, not {type(strict).__name__}")
-    entries = read_home(path, _NAMES, cap, policy)
-    files = tuple(
-        FileReport(
-            name=name,
-            status=(status := STATUS_BY_CODE[entry[0]]),
-            size=entry[3],
-            truncated=entry[4],
-            stable=entry[5],
-            errno=entry[1] or None,
-            error=_describe(status, entry[1], entry[2], symlinks),
-        )
-        for name, entry in zip(BOOTSTRAP_ORDER, entries, strict=True)
-    )
-    if strict:
-        raise_if_unusable(path, files)
-    text, found = _assemble(entries, cap)
-    return Soul(
-        text=text,
-        found=tuple(found),
-        files=files,
-        max_file_bytes=cap,
-        symlinks=symlinks,
-    )
+    cap, policy = check_options(max_file_bytes, symlinks, strict)
+    entries = _reader.read_home(path, _NAMES, cap, policy)
+    return soul_from_entries(path, entries, cap, symlinks, strict)
