@@ -78,39 +78,48 @@ static long long tnx_ctime_ns(const struct stat *st) {
 
 /* ---- UTF-8 ------------------------------------------------------------- */
 
-#define TNX_ASCII_MASK 0x8080808080808080ULL
+#if defined(__SSE2__) || defined(_M_X64)
+#include <emmintrin.h>
+#define TNX_SSE2 1
+#endif
 
 #define TNX_SCAN_OK 1
 #define TNX_SCAN_ILL_FORMED 0
 #define TNX_SCAN_DENSE 2
+/* Text with more than 1/8 of its bytes in continuation bytes is "dense"
+ * (Tamil, emoji, CJK): CPython's one-pass decoder beats scan-and-fill there.
+ * The scan checks every TNX_DENSE_STEP bytes, so it gives up early. */
+#define TNX_DENSE_STEP 256
 
-/* How many bytes of s[0:n] are UTF-8 continuation bytes? A loop the
- * compiler vectorizes: a fraction of a cycle per byte. */
-static size_t tnx_utf8_continuations(const unsigned char *s, size_t n) {
-    size_t count = 0;
-    for (size_t i = 0; i < n; i++) count += (s[i] & 0xC0) == 0x80;
-    return count;
+/* Are the 16 bytes at p all ASCII? */
+static inline int tnx_ascii16(const unsigned char *p) {
+#ifdef TNX_SSE2
+    return _mm_movemask_epi8(_mm_loadu_si128((const __m128i *)p)) == 0;
+#else
+    uint64_t a, b;
+    memcpy(&a, p, 8);
+    memcpy(&b, p + 8, 8);
+    return ((a | b) & 0x8080808080808080ULL) == 0;
+#endif
 }
 
 /* Is s[0:n] well-formed UTF-8 (Unicode table 3-7: no overlongs, no
  * surrogates, nothing above U+10FFFF)? If so, count its code points and find
  * the largest one (at least 0x7F, which is all that matters for an all-ASCII
- * text). Returns TNX_SCAN_OK, TNX_SCAN_ILL_FORMED, or TNX_SCAN_DENSE without
- * looking further when over 1/8 of the bytes are continuation bytes: on such
- * text (Tamil, emoji, CJK) CPython's one-pass decoder beats scan-and-fill. */
+ * text). Returns TNX_SCAN_OK, TNX_SCAN_ILL_FORMED, or TNX_SCAN_DENSE (then
+ * nothing else is known). */
 static int tnx_utf8_scan(const unsigned char *s, size_t n, size_t *nchars, uint32_t *maxchar) {
-    size_t i = 0, count = 0;
+    size_t i = 0, count = 0, check = TNX_DENSE_STEP;
     uint32_t max = 0x7F;
-    if (tnx_utf8_continuations(s, n) * 8 > n) return TNX_SCAN_DENSE;
     while (i < n) {
-        if (i + 8 <= n) {
-            uint64_t word;
-            memcpy(&word, s + i, 8);
-            if ((word & TNX_ASCII_MASK) == 0) {
-                i += 8;
-                count += 8;
-                continue;
-            }
+        if (i >= check) {
+            if ((i - count) * 8 > i) return TNX_SCAN_DENSE;
+            check = i + TNX_DENSE_STEP;
+        }
+        if (i + 16 <= n && tnx_ascii16(s + i)) {
+            i += 16;
+            count += 16;
+            continue;
         }
         unsigned int c = s[i];
         uint32_t cp;
@@ -144,27 +153,50 @@ static int tnx_utf8_scan(const unsigned char *s, size_t n, size_t *nchars, uint3
         count += 1;
         if (cp > max) max = cp;
     }
+    if ((n - count) * 8 > n) return TNX_SCAN_DENSE;
     *nchars = count;
     *maxchar = max;
     return TNX_SCAN_OK;
 }
 
+/* Widen 16 ASCII bytes at p to 16 characters at out. */
+static inline void tnx_widen16_1(const unsigned char *p, uint8_t *out) { memcpy(out, p, 16); }
+
+static inline void tnx_widen16_2(const unsigned char *p, uint16_t *out) {
+#ifdef TNX_SSE2
+    __m128i v = _mm_loadu_si128((const __m128i *)p), zero = _mm_setzero_si128();
+    _mm_storeu_si128((__m128i *)out, _mm_unpacklo_epi8(v, zero));
+    _mm_storeu_si128((__m128i *)(out + 8), _mm_unpackhi_epi8(v, zero));
+#else
+    for (int k = 0; k < 16; k++) out[k] = p[k];
+#endif
+}
+
+static inline void tnx_widen16_4(const unsigned char *p, uint32_t *out) {
+#ifdef TNX_SSE2
+    __m128i v = _mm_loadu_si128((const __m128i *)p), zero = _mm_setzero_si128();
+    __m128i lo = _mm_unpacklo_epi8(v, zero), hi = _mm_unpackhi_epi8(v, zero);
+    _mm_storeu_si128((__m128i *)out, _mm_unpacklo_epi16(lo, zero));
+    _mm_storeu_si128((__m128i *)(out + 4), _mm_unpackhi_epi16(lo, zero));
+    _mm_storeu_si128((__m128i *)(out + 8), _mm_unpacklo_epi16(hi, zero));
+    _mm_storeu_si128((__m128i *)(out + 12), _mm_unpackhi_epi16(hi, zero));
+#else
+    for (int k = 0; k < 16; k++) out[k] = p[k];
+#endif
+}
+
 /* Decode well-formed s[0:n] (checked by tnx_utf8_scan) into out, whose
- * characters are 1, 2 or 4 bytes wide: one loop per width, so the inner
- * loops have no branch on it. */
-#define TNX_UTF8_FILL(NAME, T)                                                  \
-    static void NAME(const unsigned char *s, size_t n, T *out) {              \
+ * characters are 1, 2 or 4 bytes wide: one function per width, so the
+ * inner loop has no branch on it. */
+#define TNX_UTF8_FILL(NAME, T, WIDEN16)                                        \
+    static void NAME(const unsigned char *s, size_t n, T *out) {               \
         size_t i = 0, j = 0;                                                    \
         while (i < n) {                                                         \
-            if (i + 8 <= n) {                                                   \
-                uint64_t word;                                                  \
-                memcpy(&word, s + i, 8);                                        \
-                if ((word & TNX_ASCII_MASK) == 0) {                             \
-                    for (int k = 0; k < 8; k++) out[j + k] = (T)s[i + k];       \
-                    i += 8;                                                     \
-                    j += 8;                                                     \
-                    continue;                                                   \
-                }                                                               \
+            if (i + 16 <= n && tnx_ascii16(s + i)) {                            \
+                WIDEN16(s + i, out + j);                                        \
+                i += 16;                                                        \
+                j += 16;                                                        \
+                continue;                                                       \
             }                                                                   \
             unsigned int c = s[i];                                              \
             if (c < 0x80) {                                                     \
@@ -185,9 +217,9 @@ static int tnx_utf8_scan(const unsigned char *s, size_t n, size_t *nchars, uint3
         }                                                                       \
     }
 
-TNX_UTF8_FILL(tnx_utf8_fill1, uint8_t)
-TNX_UTF8_FILL(tnx_utf8_fill2, uint16_t)
-TNX_UTF8_FILL(tnx_utf8_fill4, uint32_t)
+TNX_UTF8_FILL(tnx_utf8_fill1, uint8_t, tnx_widen16_1)
+TNX_UTF8_FILL(tnx_utf8_fill2, uint16_t, tnx_widen16_2)
+TNX_UTF8_FILL(tnx_utf8_fill4, uint32_t, tnx_widen16_4)
 
 static void tnx_utf8_fill(const unsigned char *s, size_t n, void *out, int kind, uint32_t maxchar) {
     if (maxchar < 0x80) {
