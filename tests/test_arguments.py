@@ -8,6 +8,7 @@ from types import ModuleType
 
 import pytest
 
+from conftest import READERS, load_reader
 from toolnexus.agents import compose, compose_soul
 
 
@@ -128,10 +129,8 @@ def test_options_are_keyword_only(reader: ModuleType, home: Path) -> None:
         compose(home, 10)  # type: ignore[call-arg]
 
 
-@pytest.mark.parametrize("kind", ["compiled", "pure"])
+@pytest.mark.parametrize("kind", READERS)
 def test_reader_rejects_bad_cap_and_nul(kind: str) -> None:
-    from conftest import load_reader
-
     module = load_reader(kind)
     with pytest.raises(ValueError, match="cap must be >= 1"):
         module.read_home(b"/tmp", [b"SOUL.md"], 0, 0)

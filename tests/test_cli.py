@@ -14,7 +14,7 @@ from types import ModuleType
 
 import pytest
 
-from conftest import Writer
+from conftest import READERS, Writer
 from toolnexus.agents import compose
 from toolnexus.agents.cli import main
 
@@ -158,7 +158,7 @@ def test_usage_errors_exit_2(capsys: Capture) -> None:
     assert caught.value.code == 2
 
 
-@pytest.mark.parametrize("kind", ["compiled", "pure"])
+@pytest.mark.parametrize("kind", READERS)
 def test_python_dash_m_on_the_example_persona(kind: str) -> None:
     env = {k: v for k, v in os.environ.items() if k != "TOOLNEXUS_SOUL_NO_EXTENSIONS"}
     if kind == "pure":

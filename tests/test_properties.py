@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import load_reader
+from conftest import WITHOUT_EXTENSION, load_reader
 from spec_reference import BOOTSTRAP_ORDER, compose_layout
 from toolnexus.agents import _reader, compose_soul
 
@@ -24,6 +24,8 @@ settings.register_profile(
 )
 settings.load_profile(os.environ.get("TOOLNEXUS_SOUL_FUZZ", "ci"))
 
+if WITHOUT_EXTENSION:
+    pytest.skip("the compiled reader is POSIX-only", allow_module_level=True)
 COMPILED = load_reader("compiled")
 PURE = load_reader("pure")
 

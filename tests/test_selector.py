@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import load_reader
+from conftest import load_reader, needs_extension
 
 PROBE = (
     "import toolnexus.agents as a, toolnexus.agents._reader as r;print(a.ACCELERATED, r.read_home.__module__)"
@@ -23,6 +23,7 @@ def probe(value: str | None) -> str:
     return done.stdout.strip()
 
 
+@needs_extension
 @pytest.mark.parametrize("value", [None, "", "0"])
 def test_compiled_reader_is_the_default(value: str | None) -> None:
     assert probe(value) == "True toolnexus.agents._capread"
@@ -33,6 +34,7 @@ def test_environment_forces_the_pure_reader(value: str) -> None:
     assert probe(value) == "False toolnexus.agents._capread_py"
 
 
+@needs_extension
 def test_both_readers_share_constants_and_doc() -> None:
     compiled, pure = load_reader("compiled"), load_reader("pure")
     for name in ("PRESENT", "MISSING", "NOT_REGULAR", "UNREADABLE", "REFUSED", "FOLLOW", "WITHIN", "REFUSE"):

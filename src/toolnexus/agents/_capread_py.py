@@ -113,6 +113,17 @@ def _open(dirfd: int, directory: bytes, name: bytes, flags: int) -> int:
     return os.open(os.path.join(directory, name), flags)
 
 
+def _open_nofollow(dirfd: int, directory: bytes, name: bytes) -> int:
+    """Open ``name`` unless it is a symlink (ELOOP, as O_NOFOLLOW says)."""
+    if _O_NOFOLLOW:
+        return _open(dirfd, directory, name, _FILE_FLAGS | _O_NOFOLLOW)
+    # No O_NOFOLLOW (Windows): check, then open. A link swapped in between is
+    # followed: best effort only, as the documentation says.
+    if os.path.islink(os.path.join(directory, name)):
+        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP))
+    return _open(dirfd, directory, name, _FILE_FLAGS)
+
+
 def _open_within_portable(dirfd: int, directory: bytes, name: bytes) -> int:
     """Open ``name`` allowing at most one symlink whose target is a plain name.
 
@@ -121,21 +132,21 @@ def _open_within_portable(dirfd: int, directory: bytes, name: bytes) -> int:
     with O_NOFOLLOW, so a swap between check and open cannot lead outside.
     """
     try:
-        return _open(dirfd, directory, name, _FILE_FLAGS | _O_NOFOLLOW)
+        return _open_nofollow(dirfd, directory, name)
     except OSError as exc:
         if exc.errno not in _SYMLINK_REFUSED:
             raise
     target = os.readlink(name, dir_fd=dirfd) if dirfd >= 0 else os.readlink(os.path.join(directory, name))
     if b"/" in target or target in (b"", b".", b".."):
         raise OSError(errno.EXDEV, os.strerror(errno.EXDEV))
-    return _open(dirfd, directory, target, _FILE_FLAGS | _O_NOFOLLOW)
+    return _open_nofollow(dirfd, directory, target)
 
 
 def _open_entry(dirfd: int, directory: bytes, name: bytes, symlinks: int) -> int:
     if symlinks == FOLLOW:
         return _open(dirfd, directory, name, _FILE_FLAGS)
     if symlinks == REFUSE:
-        return _open(dirfd, directory, name, _FILE_FLAGS | _O_NOFOLLOW)
+        return _open_nofollow(dirfd, directory, name)
     if symlinks == WITHIN and _openat2 is not None and dirfd >= 0:
         try:
             return _openat2(dirfd, name)
