@@ -12,6 +12,7 @@ from cpython.unicode cimport PyUnicode_DATA, PyUnicode_DecodeUTF8, PyUnicode_KIN
 from libc.stdint cimport uint32_t
 from libc.errno cimport EINTR, EIO, ENOMEM, errno
 from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcmp
 
 cdef extern from "_capread_c.h":
     int TNX_DIR_FLAGS
@@ -38,12 +39,15 @@ cdef extern from "_capread_c.h":
     int openat(int dirfd, const char *name, int flags) nogil
     int tnx_openat2_beneath(int dirfd, const char *name) nogil
     int close(int fd) nogil
+    int sched_yield() nogil
     int fstat(int fd, stat *st) nogil
     ssize_t pread(int fd, void *buf, size_t count, off_t offset) nogil
     ssize_t readlinkat(int dirfd, const char *name, char *buf, size_t size) nogil
     void tnx_set_errno(int err) nogil
     long long tnx_mtime_ns(const stat *st) nogil
     long long tnx_ctime_ns(const stat *st) nogil
+    long long tnx_now_ns() nogil
+    long long RECENT_NS
     int TNX_SCAN_OK
     int tnx_utf8_scan(const unsigned char *s, size_t n, size_t *nchars, uint32_t *maxchar) nogil
     void tnx_utf8_fill(const unsigned char *s, size_t n, void *out, int kind, uint32_t maxchar) nogil
@@ -66,6 +70,7 @@ cdef enum:
     MAX_TRIES = 3
     LINK_MAX = 4096
     SPARE_MAX = 8 * 1024 * 1024  # the largest arena kept between calls
+    VERIFY_CHUNK = 16 * 1024  # stack buffer of the content check
     BATCH_BYTES = 4 * 1024 * 1024  # arena fill after which a batch returns to decode
     NOGIL_FILL_BYTES = 64 * 1024  # decode work below which the GIL is kept
     C_PRESENT = 0
@@ -182,10 +187,11 @@ cdef int _classify_open_error(int err, int policy) noexcept nogil:
 
 
 cdef ssize_t _read_capped(int fd, Buffer *arena, size_t base, size_t want,
-                          size_t hint) noexcept nogil:
+                          size_t hint, bint *one_read) noexcept nogil:
     """Read the file's start into ``arena`` at ``base``, until EOF or ``want`` bytes.
 
     Trusts no size: ``hint`` (st_size) only sizes the first read.
+    ``one_read`` says whether a single read() call did it all.
     """
     cdef size_t total = 0
     cdef size_t ask
@@ -193,6 +199,7 @@ cdef ssize_t _read_capped(int fd, Buffer *arena, size_t base, size_t want,
     cdef ssize_t n
     if room > want:
         room = want
+    one_read[0] = True
     if _reserve(arena, base + room) < 0:
         return -1
     while total < want:
@@ -210,12 +217,52 @@ cdef ssize_t _read_capped(int fd, Buffer *arena, size_t base, size_t want,
             return -1
         if n == 0:
             break
+        one_read[0] = total == 0
         total += <size_t>n
         # A short read that lands on the size fstat gave is end of file; a
         # pseudo-file (procfs reports 0, sysfs 4096) goes on until read says 0.
         if <size_t>n < ask and total == hint:
             break
     return <ssize_t>total
+
+
+cdef bint _trusted(ssize_t got, stat *before, bint one_read) noexcept nogil:
+    """Can a read be trusted without a second fstat? (SPEC §4)
+
+    Yes for one page, got by one read() call, no longer than fstat said.
+    More than a page may span an in-place rewrite; so may a short read
+    followed by more; and more bytes than the size means the file changed
+    under the read (a read racing a truncate and rewrite can even return a
+    stale page's zeros up to the new size).
+    """
+    return one_read and got <= PAGE and got <= before.st_size
+
+
+cdef bint _fits(ssize_t got, stat *st) noexcept nogil:
+    """No more bytes than the file holds (pseudo-files, which say 0, excepted)."""
+    return got <= st.st_size or st.st_size == 0
+
+
+cdef bint _recent(stat *st) noexcept nogil:
+    """Changed so lately that its timestamps cannot tell two writes apart?"""
+    return tnx_ctime_ns(st) >= tnx_now_ns() - RECENT_NS
+
+
+cdef bint _verify(int fd, const char *data, size_t n) noexcept nogil:
+    """Does the file still hold data[0:n]? Compared a slice at a time."""
+    cdef char chunk[VERIFY_CHUNK]
+    cdef size_t done = 0
+    cdef size_t ask
+    cdef ssize_t got
+    while done < n:
+        ask = n - done if n - done < VERIFY_CHUNK else VERIFY_CHUNK
+        got = pread(fd, chunk, ask, <off_t>done)
+        if got < 0 and errno == EINTR:
+            continue
+        if got <= 0 or memcmp(chunk, data + done, <size_t>got) != 0:
+            return False
+        done += <size_t>got
+    return True
 
 
 cdef bint _same(stat *a, stat *b) noexcept nogil:
@@ -232,6 +279,7 @@ cdef void _read_entry(int dirfd, const char *name, int policy, size_t cap,
     cdef stat before
     cdef stat after
     cdef ssize_t got
+    cdef bint one_read
     cdef int tries = 1
     cdef int fd = _open_entry(dirfd, name, policy)
     out.kind = 0
@@ -253,20 +301,24 @@ cdef void _read_entry(int dirfd, const char *name, int policy, size_t cap,
         out.status = C_NOT_REGULAR
         close(fd)
         return
-    got = _read_capped(fd, arena, out.offset, cap + 1, <size_t>before.st_size)
-    out.stable = got <= PAGE
+    got = _read_capped(fd, arena, out.offset, cap + 1, <size_t>before.st_size, &one_read)
+    out.stable = _trusted(got, &before, one_read)
     while got >= 0 and not out.stable:
-        # More than one page: a writer rewriting in place could have torn it.
+        # A writer rewriting in place could have torn it: look again.
         if fstat(fd, &after) < 0:
             got = -1
-        elif _same(&before, &after):
+        elif (_same(&before, &after) and _fits(got, &after)
+              and (tries == 1 and not _recent(&after)
+                   or _verify(fd, arena.data + out.offset, <size_t>got))):
             out.stable = True
         elif tries == MAX_TRIES:
             break
         else:
+            # Let the writer finish what it is writing before looking again.
+            sched_yield()
             before = after
-            got = _read_capped(fd, arena, out.offset, cap + 1, <size_t>before.st_size)
-            out.stable = got <= PAGE
+            got = _read_capped(fd, arena, out.offset, cap + 1, <size_t>before.st_size, &one_read)
+            out.stable = _trusted(got, &before, one_read)
             tries += 1
     if got < 0:
         out.err = errno if errno else EIO

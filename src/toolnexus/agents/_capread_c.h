@@ -14,6 +14,8 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sched.h>
+#include <time.h>
 #include <unistd.h>
 #if defined(__linux__)
 #include <sys/syscall.h>
@@ -59,6 +61,16 @@ static int tnx_openat2_beneath(int dirfd, const char *name) {
 }
 
 static void tnx_set_errno(int err) { errno = err; }
+
+/* A change this recent may share its timestamps with the next one: the
+ * kernel stamps files from a clock that ticks every 1-10 ms. */
+#define RECENT_NS 100000000LL
+
+static long long tnx_now_ns(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    return (long long)now.tv_sec * 1000000000LL + now.tv_nsec;
+}
 
 static long long tnx_mtime_ns(const struct stat *st) {
 #if defined(__APPLE__)

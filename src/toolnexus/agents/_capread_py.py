@@ -13,6 +13,7 @@ import errno
 import os
 import stat
 import sys
+import time
 from collections.abc import Callable, Sequence
 
 __all__ = [
@@ -48,6 +49,10 @@ Entry = tuple[int, int, int, int, bool, bool, "str | None"]
 
 _PAGE = 4096
 _MAX_TRIES = 3
+# A change this recent may share its timestamps with the next one: the kernel
+# stamps files from a clock that ticks every 1-10 ms.
+_RECENT_NS = 100_000_000
+_VERIFY_CHUNK = 16 * 1024
 _O_PATH = getattr(os, "O_PATH", 0)
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _FILE_FLAGS = (
@@ -59,6 +64,7 @@ _FILE_FLAGS = (
 )
 _DIR_FLAGS = (_O_PATH or os.O_RDONLY) | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 _HAVE_DIR_FD = os.open in os.supports_dir_fd
+_yield = getattr(os, "sched_yield", lambda: None)
 _BOM = b"\xef\xbb\xbf"
 # errnos that mean "nothing usable is there": the name or a parent is absent.
 _ABSENT = frozenset({errno.ENOENT, errno.ENOTDIR})
@@ -169,21 +175,58 @@ def _classify_open_error(err: int, symlinks: int) -> int:
     return UNREADABLE
 
 
-def _read_capped(fd: int, want: int, size_hint: int) -> bytes | bytearray:
-    """Read from the file's start until EOF or ``want`` bytes, trusting no size."""
+def _read_capped(fd: int, want: int, size_hint: int) -> tuple[bytes | bytearray, bool]:
+    """Read from the file's start until EOF or ``want`` bytes, trusting no size.
+
+    Also says whether a single read() call did it all.
+    """
     ask = min(want, max(size_hint + 1, _PAGE))
     data = os.read(fd, ask)
     # A short read that lands on the size fstat gave is end of file; a
     # pseudo-file (procfs reports 0, sysfs 4096) goes on until read says 0.
     if len(data) == want or not data or (len(data) < ask and len(data) == size_hint):
-        return data
+        return data, True
     buf = bytearray(data)
     while len(buf) < want:
         chunk = os.read(fd, want - len(buf))
         if not chunk:
             break
         buf += chunk
-    return buf
+    return buf, False
+
+
+def _trusted(got: int, before: os.stat_result, one_read: bool) -> bool:
+    """Can a read be trusted without a second fstat? (SPEC §4)
+
+    Yes for one page, got by one read() call, no longer than fstat said.
+    More than a page may span an in-place rewrite; so may a short read
+    followed by more; and more bytes than the size means the file changed
+    under the read (a read racing a truncate and rewrite can even return a
+    stale page's zeros up to the new size).
+    """
+    return one_read and got <= _PAGE and got <= before.st_size
+
+
+def _fits(got: int, st: os.stat_result) -> bool:
+    """No more bytes than the file holds (pseudo-files, which say 0, excepted)."""
+    return got <= st.st_size or st.st_size == 0
+
+
+def _recent(st: os.stat_result) -> bool:
+    """Changed so lately that its timestamps cannot tell two writes apart?"""
+    return st.st_ctime_ns >= time.time_ns() - _RECENT_NS
+
+
+def _verify(fd: int, data: bytes | bytearray) -> bool:
+    """Does the file still hold ``data``? Compared a slice at a time."""
+    with memoryview(data) as view:
+        done = 0
+        while done < len(data):
+            chunk = os.pread(fd, min(_VERIFY_CHUNK, len(data) - done), done)
+            if not chunk or view[done : done + len(chunk)] != chunk:
+                return False
+            done += len(chunk)
+    return True
 
 
 def _same(a: os.stat_result, b: os.stat_result) -> bool:
@@ -195,21 +238,27 @@ def _read_entry(fd: int, cap: int) -> Entry:
     kind = stat.S_IFMT(before.st_mode)
     if kind != stat.S_IFREG:
         return (NOT_REGULAR, 0, kind, 0, False, True, None)
-    data = _read_capped(fd, cap + 1, before.st_size)
-    stable = len(data) <= _PAGE
+    data, one_read = _read_capped(fd, cap + 1, before.st_size)
+    stable = _trusted(len(data), before, one_read)
     tries = 1
     while not stable:
-        # More than one page: a writer rewriting in place could have torn it.
+        # A writer rewriting in place could have torn it: look again.
         after = os.fstat(fd)
-        if _same(before, after):
+        if (
+            _same(before, after)
+            and _fits(len(data), after)
+            and ((tries == 1 and not _recent(after)) or _verify(fd, data))
+        ):
             stable = True
         elif tries == _MAX_TRIES:
             break
         else:
+            # Let the writer finish what it is writing before looking again.
+            _yield()
             before = after
             os.lseek(fd, 0, os.SEEK_SET)
-            data = _read_capped(fd, cap + 1, before.st_size)
-            stable = len(data) <= _PAGE
+            data, one_read = _read_capped(fd, cap + 1, before.st_size)
+            stable = _trusted(len(data), before, one_read)
             tries += 1
     size = len(data)
     truncated = size > cap
