@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -53,6 +54,7 @@ def test_follow_reads_everything(reader: ModuleType, layout: Path) -> None:
     )
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="openat2 is Linux's")
 def test_within_keeps_only_what_resolves_beneath(reader: ModuleType, layout: Path) -> None:
     soul = compose(layout, symlinks="within")
     assert soul.text == "## AGENTS.md\n\nagents\n\n## SOUL.md\n\nsoul v2\n\n## USER.md\n\nuser"

@@ -26,6 +26,7 @@ cdef extern from "_capread_c.h":
     int ELOOP
     int EMLINK
     int ENXIO
+    int EOPNOTSUPP
     int ENOSYS
     int EPERM
 
@@ -181,7 +182,7 @@ cdef int _classify_open_error(int err, int policy) noexcept nogil:
         return C_REFUSED
     if (err == ELOOP or err == EMLINK) and (policy == C_REFUSE or policy == C_WITHIN_PORTABLE):
         return C_REFUSED
-    if err == ENXIO:  # a socket, or a device with no driver behind it
+    if err == ENXIO or err == EOPNOTSUPP:  # a socket (Linux; macOS), or a driverless device
         return C_NOT_REGULAR
     return C_UNREADABLE
 

@@ -170,7 +170,7 @@ def _classify_open_error(err: int, symlinks: int) -> int:
         return REFUSED
     if err in _SYMLINK_REFUSED and symlinks in (REFUSE, WITHIN_PORTABLE):
         return REFUSED
-    if err == errno.ENXIO:  # a socket, or a device with no driver behind it
+    if err in (errno.ENXIO, errno.EOPNOTSUPP):  # a socket (Linux; macOS), or a driverless device
         return NOT_REGULAR
     return UNREADABLE
 
