@@ -1,10 +1,12 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """Compiled bounded reader for bootstrap files.
 
-Same function, same arguments, same results as ``_capread_py.py``; the only
-difference is speed: the directory is opened once, each file is read with the
-GIL released into one C buffer, and the text is decoded straight from that
-buffer. What a soul looks like is decided in ``_compose``, not here.
+Same functions, same arguments, same results as ``_capread_py.py``; the only
+difference is speed: each directory is opened once, the files of a batch of
+homes are read into one arena with the GIL released, and the text is decoded
+straight from that arena (well-formed, mostly-ASCII text by the scan-and-fill
+decoder of ``_capread_c.h``, also without the GIL). What a soul looks like is
+decided in ``_compose``, not here.
 """
 
 from cpython.ref cimport PyObject

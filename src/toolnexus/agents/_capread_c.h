@@ -66,27 +66,24 @@ static void tnx_set_errno(int err) { errno = err; }
  * kernel stamps files from a clock that ticks every 1-10 ms. */
 #define RECENT_NS 100000000LL
 
+static long long tnx_ns(struct timespec ts) {
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 static long long tnx_now_ns(void) {
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
-    return (long long)now.tv_sec * 1000000000LL + now.tv_nsec;
+    return tnx_ns(now);
 }
 
-static long long tnx_mtime_ns(const struct stat *st) {
+/* st_mtim and st_ctim are st_mtimespec and st_ctimespec on macOS. */
 #if defined(__APPLE__)
-    return (long long)st->st_mtimespec.tv_sec * 1000000000LL + st->st_mtimespec.tv_nsec;
+static long long tnx_mtime_ns(const struct stat *st) { return tnx_ns(st->st_mtimespec); }
+static long long tnx_ctime_ns(const struct stat *st) { return tnx_ns(st->st_ctimespec); }
 #else
-    return (long long)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec;
+static long long tnx_mtime_ns(const struct stat *st) { return tnx_ns(st->st_mtim); }
+static long long tnx_ctime_ns(const struct stat *st) { return tnx_ns(st->st_ctim); }
 #endif
-}
-
-static long long tnx_ctime_ns(const struct stat *st) {
-#if defined(__APPLE__)
-    return (long long)st->st_ctimespec.tv_sec * 1000000000LL + st->st_ctimespec.tv_nsec;
-#else
-    return (long long)st->st_ctim.tv_sec * 1000000000LL + st->st_ctim.tv_nsec;
-#endif
-}
 
 /* ---- UTF-8 ------------------------------------------------------------- */
 
