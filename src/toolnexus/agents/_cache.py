@@ -18,14 +18,15 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Final, NamedTuple
 
+from . import _reader
 from ._compose import (
     _NAMES,
     MAX_BOOTSTRAP_FILE_BYTES,
     SymlinkPolicy,
     _dir_bytes,
     check_options,
-    compose,
     raise_if_unusable,
+    soul_from_entries,
 )
 from ._report import Soul
 
@@ -132,7 +133,8 @@ class SoulCache:
                 else:
                     self._stale += 1
             # Composed outside the lock: one slow disk must not stall other homes.
-            soul = compose(path, max_file_bytes=cap, symlinks=symlinks)
+            entries = _reader.read_home(path, _NAMES, cap, policy)
+            soul = soul_from_entries(path, entries, cap, symlinks, False)
             if entry is not None and entry.soul == soul:
                 soul = entry.soul
             fresh = _Entry(paths, signature, soul, _racy(signature, started - RACY_WINDOW_NS))
