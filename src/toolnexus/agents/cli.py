@@ -14,8 +14,7 @@ import os
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
+from contextlib import nullcontext
 from typing import TextIO
 
 from . import ACCELERATED, __version__
@@ -190,14 +189,13 @@ def _cmd_batch(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     files = nbytes = done = 0
     status = EXIT_OK
-    with ExitStack() as stack:
-        out = stack.enter_context(open(args.jsonl, "w", encoding="utf-8")) if args.jsonl else sys.stdout
-        pool = stack.enter_context(ThreadPoolExecutor(max_workers=args.workers or os.cpu_count() or 1))
+    target = open(args.jsonl, "w", encoding="utf-8") if args.jsonl else nullcontext(sys.stdout)  # noqa: SIM115
+    with target as out:
         for chunk in _chunks(dirs, _BATCH):
             try:
                 souls = compose_many(
                     chunk,
-                    executor=pool,
+                    workers=args.workers,
                     max_file_bytes=args.max_file_bytes,
                     symlinks=args.symlinks,
                     strict=args.strict,
