@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import Final, Literal
 
 from . import _reader
+from ._capread_py import Entry
 from ._report import STATUS_BY_CODE, UNUSABLE, BootstrapFileError, FileReport, FileStatus, Soul
 
 __all__ = [
@@ -46,8 +47,6 @@ WHITESPACE: Final = (
 )
 
 SymlinkPolicy = Literal["follow", "within", "refuse"]
-# One reader result: (status, errno, file type bits, bytes read, truncated, stable, text).
-Entry = tuple[int, int, int, int, bool, bool, "str | None"]
 _POLICY_CODES: Final = {"follow": 0, "within": 1, "refuse": 2}
 
 _NAMES: Final = tuple(os.fsencode(name) for name in BOOTSTRAP_ORDER)
