@@ -70,7 +70,7 @@ def _extensions() -> list[Extension]:
     extension = Extension(
         "toolnexus.agents._capread",
         ["src/toolnexus/agents/_capread.pyx"],
-        depends=["src/toolnexus/agents/_capread_c.h"],
+        depends=["src/toolnexus/agents/_capread_os.h", "src/toolnexus/agents/_capread_utf8.h"],
     )
     return cythonize([extension], compiler_directives={"language_level": "3"}, quiet=True)
 

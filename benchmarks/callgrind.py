@@ -25,9 +25,9 @@ import sys
 sys.path.insert(0, {here!r})
 from pathlib import Path
 from scenarios import make_typical
-from toolnexus.agents import _capread, _capread_py, _reader, compose_soul
+from toolnexus.agents import _reader, compose_soul
 dirs = make_typical(Path({root!r}), 200)
-_reader.read_home = {{"compiled": _capread, "pure": _capread_py}}[{reader!r}].read_home
+_reader.use({reader!r})
 if {compose}:
     for _ in range(5):
         for d in dirs:

@@ -18,16 +18,14 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from floor import DecodeFloor, SyscallFloor, capped_bodies, decode_all
 from scenarios import baseline_compose_soul, make_empty, make_large, make_typical
-from toolnexus.agents import MAX_BOOTSTRAP_FILE_BYTES, _capread, _capread_py, _reader, compose_soul
+from toolnexus.agents import MAX_BOOTSTRAP_FILE_BYTES, _reader, compose_soul
 
 CAP = MAX_BOOTSTRAP_FILE_BYTES
 
@@ -51,17 +49,6 @@ EXTRA_RATIOS = [
 ]
 
 
-@contextmanager
-def reader(module: ModuleType) -> Iterator[None]:
-    """Route compose_soul through one reader (as the tests' fixture does)."""
-    saved = _reader.read_home, _reader.read_homes
-    _reader.read_home, _reader.read_homes = module.read_home, module.read_homes
-    try:
-        yield
-    finally:
-        _reader.read_home, _reader.read_homes = saved
-
-
 def per_home_us(func: Callable[[str], object], dirs: list[str]) -> float:
     start = time.perf_counter_ns()
     for directory in dirs:
@@ -80,8 +67,8 @@ def measure(scenario: str, dirs: list[str], rounds: int) -> dict[str, list[float
     decode_floor = DecodeFloor(CAP)
     contenders: dict[str, Callable[[], float]] = {
         "floor": lambda: floor_us(floor, len(dirs)),
-        "compiled": lambda: timed_reader(_capread),
-        "pure": lambda: timed_reader(_capread_py),
+        "compiled": lambda: timed_reader("compiled"),
+        "pure": lambda: timed_reader("pure"),
         "baseline": lambda: per_home_us(baseline_compose_soul, dirs),
     }
     if scenario == "large":
@@ -92,8 +79,8 @@ def measure(scenario: str, dirs: list[str], rounds: int) -> dict[str, list[float
         bodies = capped_bodies(dirs, CAP)
         contenders["decode"] = lambda: decode_all(bodies) / len(dirs)
 
-    def timed_reader(module: ModuleType) -> float:
-        with reader(module):
+    def timed_reader(name: _reader.ReaderName) -> float:
+        with _reader.using(name):
             return per_home_us(compose_soul, dirs)
 
     samples: dict[str, list[float]] = {name: [] for name in contenders}

@@ -19,9 +19,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from compare import reader
 from scenarios import BOOTSTRAP_ORDER, SEED
-from toolnexus.agents import _capread, _capread_py, compose_soul
+from toolnexus.agents import _reader, compose_soul
 
 SIZES = [1024, 4096, 16 * 1024, 64 * 1024, 256 * 1024, 1024 * 1024, 2 * 1024 * 1024, 3 * 1024 * 1024]
 
@@ -48,8 +47,8 @@ def per_call_us(directory: str) -> Callable[[], float]:
 def side_by_side(directory: str, rounds: int) -> tuple[float, float]:
     samples: dict[str, list[float]] = {"compiled": [], "pure": []}
     for _ in range(rounds):
-        for name, module in (("compiled", _capread), ("pure", _capread_py)):
-            with reader(module):
+        for name in ("compiled", "pure"):
+            with _reader.using(name):
                 per_call_us(directory)()
                 samples[name].append(per_call_us(directory)())
     return statistics.median(samples["compiled"]), statistics.median(samples["pure"])

@@ -10,7 +10,6 @@ Without ``--benchmark-enable`` (as in CI) every pass runs once, untimed.
 from __future__ import annotations
 
 from collections.abc import Callable
-from types import ModuleType
 
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
@@ -21,8 +20,6 @@ from toolnexus.agents import (
     MAX_BOOTSTRAP_FILE_BYTES,
     SoulCache,
     _cache,
-    _capread,
-    _capread_py,
     _reader,
     compose,
     compose_many,
@@ -34,7 +31,7 @@ TYPICAL_HOMES = 500
 LARGE_HOMES = 2
 
 SCENARIOS = ("typical", "large", "empty")
-READERS: dict[str, ModuleType] = {"compiled": _capread, "pure": _capread_py}
+READERS: tuple[_reader.ReaderName, ...] = ("compiled", "pure")
 
 
 @pytest.fixture(scope="module")
@@ -57,18 +54,13 @@ def _over(func: Callable[[str], object], dirs: list[str]) -> Callable[[], None]:
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
-@pytest.mark.parametrize("kind", sorted(READERS))
+@pytest.mark.parametrize("kind", READERS)
 def test_reader(
-    benchmark: BenchmarkFixture,
-    monkeypatch: pytest.MonkeyPatch,
-    scenario_dirs: dict[str, list[str]],
-    scenario: str,
-    kind: str,
+    benchmark: BenchmarkFixture, scenario_dirs: dict[str, list[str]], scenario: str, kind: _reader.ReaderName
 ) -> None:
-    monkeypatch.setattr(_reader, "read_home", READERS[kind].read_home)
-    monkeypatch.setattr(_reader, "read_homes", READERS[kind].read_homes)
     benchmark.group = scenario
-    benchmark(_over(compose_soul, scenario_dirs[scenario]))
+    with _reader.using(kind):
+        benchmark(_over(compose_soul, scenario_dirs[scenario]))
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
@@ -117,8 +109,7 @@ def test_many(
 def test_all_contenders_compose_the_same_souls(scenario_dirs: dict[str, list[str]]) -> None:
     # Not a benchmark: the contenders must do the same job for the table to mean anything.
     for directory in scenario_dirs["typical"][:50]:
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(_reader, "read_home", _capread_py.read_home)
+        with _reader.using("pure"):
             pure = compose_soul(directory)
         assert compose_soul(directory) == pure
         assert baseline_compose_soul(directory)[1] == pure[1]

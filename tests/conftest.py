@@ -1,44 +1,61 @@
-"""Shared fixtures: every behaviour test runs once per reader.
+"""Shared fixtures: every test runs once per reader, without having to ask.
 
-The ``reader`` fixture is the one switch: its ``compiled`` parameter imports
-``toolnexus.agents._capread`` directly, so a missing build is a failure,
-never a silent second run of the pure reader.
+The autouse ``reader`` fixture routes the whole package through one twin
+with ``_reader.use()``; its ``compiled`` parameter imports
+``toolnexus.agents._capread`` itself, so a missing build is a failure, never
+a silent second run of the pure reader. A test that does not depend on the
+reader (constants, argument parsing, subprocesses that choose their own)
+is marked ``reader_independent`` and runs once.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 from toolnexus.agents import _reader
+from toolnexus.agents._capread_py import FileRead
+from toolnexus.agents._format import layout
 
 # The compiled reader is POSIX-only by design; Windows installs the pure
 # wheel. Anywhere else a missing extension is a failure, never a skip.
 WITHOUT_EXTENSION = sys.platform == "win32"
 needs_extension = pytest.mark.skipif(WITHOUT_EXTENSION, reason="the compiled reader is POSIX-only")
 READERS = (pytest.param("compiled", marks=needs_extension), "pure")
-MODULES = {"compiled": "toolnexus.agents._capread", "pure": "toolnexus.agents._capread_py"}
 
 
-def load_reader(kind: str) -> ModuleType:
-    """Import one reader module by its fixture name."""
-    return importlib.import_module(MODULES[kind])
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if metafunc.definition.get_closest_marker("reader_independent") is None:
+        metafunc.parametrize("reader", READERS, indirect=True)
 
 
-@pytest.fixture(params=READERS)
-def reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    """The reader under test, installed behind every public function."""
-    module = load_reader(request.param)
-    monkeypatch.setattr(_reader, "read_home", module.read_home)
-    monkeypatch.setattr(_reader, "read_homes", module.read_homes)
-    return module
+@pytest.fixture(autouse=True)
+def reader(request: pytest.FixtureRequest) -> Iterator[_reader.ReaderName | None]:
+    """The name of the twin under test, installed behind every public function."""
+    name: _reader.ReaderName | None = getattr(request, "param", None)
+    if name is None:  # a reader-independent test: whatever the package loaded
+        yield None
+        return
+    with _reader.using(name):
+        yield name
+
+
+def compose_files(
+    name: _reader.ReaderName | None, home: Path, names: Sequence[str], cap: int = 2**20, policy: int = 0
+) -> tuple[str, tuple[str, ...], tuple[FileRead, ...]]:
+    """``(soul, found, reads)`` of ``names`` in ``home``, straight from one twin's compose_homes."""
+    assert name is not None, "a reader-independent test has no twin of its own"
+    module = _reader.load(name)
+    files = tuple(names)
+    ((text, found, reads),) = module.compose_homes(
+        [os.fsencode(home)], [os.fsencode(n) for n in files], cap, policy, layout(files, cap)
+    )
+    return text, found, tuple(reads)
 
 
 Writer = Callable[..., Path]

@@ -1,4 +1,4 @@
-"""A deliberately slow composer written line by line from SPEC §3.
+"""A deliberately slow composer written line by line from docs/format.md.
 
 It works on an in-memory layout (name -> bytes, absent names omitted), so
 the property tests can check both readers against the spec itself, not only
@@ -17,7 +17,7 @@ WHITE_SPACE = frozenset(
 
 
 def capped_body(data: bytes, cap: int) -> tuple[bytes, bool]:
-    """§3.2-3.3: what survives the cap, and whether it was cut."""
+    """The cap and the back-off: what survives, and whether it was cut."""
     read = data[: cap + 1]
     if len(read) <= cap:
         return read, False
@@ -28,7 +28,7 @@ def capped_body(data: bytes, cap: int) -> tuple[bytes, bool]:
 
 
 def notice(cap: int) -> str:
-    """§3.6."""
+    """The truncation notice."""
     if cap % (1024 * 1024) == 0:
         return f"[truncated: exceeds {cap // (1024 * 1024)} MB bootstrap cap]"
     if cap % 1024 == 0:
@@ -37,7 +37,7 @@ def notice(cap: int) -> str:
 
 
 def trim(text: str) -> str:
-    """§3.5, one character at a time."""
+    """The trim, one character at a time."""
     start, end = 0, len(text)
     while start < end and ord(text[start]) in WHITE_SPACE:
         start += 1
@@ -47,7 +47,7 @@ def trim(text: str) -> str:
 
 
 def body_text(data: bytes, cap: int) -> str:
-    """§3.3-3.6 for one file: the section body including any notice."""
+    """One file's section body, any notice included."""
     body, truncated = capped_body(data, cap)
     if body[:3] == b"\xef\xbb\xbf":
         body = body[3:]
@@ -58,7 +58,7 @@ def body_text(data: bytes, cap: int) -> str:
 
 
 def compose_layout(layout: dict[str, bytes], cap: int) -> tuple[str, list[str]]:
-    """§3 for a whole home given as name -> bytes."""
+    """A whole home given as name -> bytes."""
     sections = []
     found = []
     for name in BOOTSTRAP_ORDER:

@@ -19,7 +19,6 @@ bodies checked, torn bodies (stable and unstable), unstable entries.
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import subprocess
@@ -91,10 +90,7 @@ def main() -> None:  # noqa: PLR0915 - one scenario, read top to bottom
         writer(sys.argv[2], sys.argv[3])
         return
     kind, mode, calls = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    module = importlib.import_module(
-        {"compiled": "toolnexus.agents._capread", "pure": "toolnexus.agents._capread_py"}[kind]
-    )
-    _reader.read_home = module.read_home
+    _reader.use(kind)  # type: ignore[arg-type]
     home = sys.argv[4]
     path = os.path.join(home, "MEMORY.md")
     with open(path, "wb") as handle:

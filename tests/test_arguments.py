@@ -1,15 +1,15 @@
-"""SPEC §2: bad arguments get a clear exception naming the argument."""
+"""Bad arguments get a clear exception naming the argument."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-from conftest import READERS, load_reader
-from toolnexus.agents import compose, compose_soul
+from toolnexus.agents import _reader, compose, compose_soul
+from toolnexus.agents._format import layout
+from toolnexus.agents._reader import ReaderName
 
 
 class BadPath:
@@ -30,7 +30,7 @@ class BadPath:
         ),
     ],
 )
-def test_dir_of_wrong_type(reader: ModuleType, value: object, message: str) -> None:
+def test_dir_of_wrong_type(value: object, message: str) -> None:
     with pytest.raises(TypeError) as caught:
         compose_soul(value)  # type: ignore[arg-type]
     assert str(caught.value) == message
@@ -43,7 +43,7 @@ class BadFspath(os.PathLike[str]):
         return 42  # type: ignore[return-value]
 
 
-def test_pathlike_returning_garbage(reader: ModuleType) -> None:
+def test_pathlike_returning_garbage() -> None:
     with pytest.raises(TypeError) as caught:
         compose_soul(BadFspath())
     assert str(caught.value) == (
@@ -52,12 +52,12 @@ def test_pathlike_returning_garbage(reader: ModuleType) -> None:
 
 
 @pytest.mark.parametrize("value", ["/tmp/a\0b", b"/tmp/a\0b", Path("/tmp/a\0b")])
-def test_dir_with_nul(reader: ModuleType, value: str | bytes | Path) -> None:
+def test_dir_with_nul(value: str | bytes | Path) -> None:
     with pytest.raises(ValueError, match=r"^dir must not contain a NUL byte$"):
         compose_soul(value)
 
 
-def test_dir_not_encodable(reader: ModuleType) -> None:
+def test_dir_not_encodable() -> None:
     with pytest.raises(ValueError, match=r"^dir cannot be encoded as a filesystem path: "):
         compose_soul("/tmp/\ud800\udfff-is-a-pair-of-surrogates")
 
@@ -74,7 +74,7 @@ def test_dir_not_encodable(reader: ModuleType) -> None:
         (2**63, ValueError, f"max_file_bytes must be between 1 and 9223372036854775806, got {2**63}"),
     ],
 )
-def test_bad_cap(reader: ModuleType, home: Path, value: object, error: type[Exception], message: str) -> None:
+def test_bad_cap(home: Path, value: object, error: type[Exception], message: str) -> None:
     with pytest.raises(error) as caught:
         compose_soul(home, max_file_bytes=value)  # type: ignore[arg-type]
     assert str(caught.value) == message
@@ -82,7 +82,7 @@ def test_bad_cap(reader: ModuleType, home: Path, value: object, error: type[Exce
         compose(home, max_file_bytes=value)  # type: ignore[arg-type]
 
 
-def test_int_subclass_cap_is_accepted(reader: ModuleType, home: Path) -> None:
+def test_int_subclass_cap_is_accepted(home: Path) -> None:
     class Size(int):
         pass
 
@@ -93,7 +93,7 @@ def test_int_subclass_cap_is_accepted(reader: ModuleType, home: Path) -> None:
     )
 
 
-def test_huge_cap_reads_whole_file(reader: ModuleType, home: Path) -> None:
+def test_huge_cap_reads_whole_file(home: Path) -> None:
     (home / "SOUL.md").write_text("small")
     assert compose_soul(home, max_file_bytes=2**63 - 2) == ("## SOUL.md\n\nsmall", ["SOUL.md"])
 
@@ -107,34 +107,38 @@ def test_huge_cap_reads_whole_file(reader: ModuleType, home: Path) -> None:
         (None, TypeError, "symlinks must be a str, not NoneType"),
     ],
 )
-def test_bad_symlink_policy(
-    reader: ModuleType, home: Path, value: object, error: type[Exception], message: str
-) -> None:
+def test_bad_symlink_policy(home: Path, value: object, error: type[Exception], message: str) -> None:
     with pytest.raises(error) as caught:
         compose(home, symlinks=value)  # type: ignore[arg-type]
     assert str(caught.value) == message
 
 
 @pytest.mark.parametrize("value", [1, "yes", None])
-def test_bad_strict(reader: ModuleType, home: Path, value: object) -> None:
+def test_bad_strict(home: Path, value: object) -> None:
     with pytest.raises(TypeError) as caught:
         compose(home, strict=value)  # type: ignore[arg-type]
     assert str(caught.value) == f"strict must be a bool, not {type(value).__name__}"
 
 
-def test_options_are_keyword_only(reader: ModuleType, home: Path) -> None:
+def test_options_are_keyword_only(home: Path) -> None:
     with pytest.raises(TypeError):
         compose_soul(home, 10)  # type: ignore[call-arg]
     with pytest.raises(TypeError):
         compose(home, 10)  # type: ignore[call-arg]
 
 
-@pytest.mark.parametrize("kind", READERS)
-def test_reader_rejects_bad_cap_and_nul(kind: str) -> None:
-    module = load_reader(kind)
-    with pytest.raises(ValueError, match="cap must be >= 1"):
-        module.read_home(b"/tmp", [b"SOUL.md"], 0, 0)
-    with pytest.raises(ValueError, match="embedded null byte"):
-        module.read_home(b"/tmp\0", [b"SOUL.md"], 10, 0)
+def test_reader_rejects_bad_arguments(reader: ReaderName) -> None:
+    compose_homes = _reader.load(reader).compose_homes
+    one = layout(("SOUL.md",), 10)
+    with pytest.raises(ValueError, match=r"^cap must be >= 1$"):
+        compose_homes([b"/tmp"], [b"SOUL.md"], 0, 0, one)
+    with pytest.raises(ValueError, match=r"^embedded null byte$"):
+        compose_homes([b"/tmp\0"], [b"SOUL.md"], 10, 0, one)
     with pytest.raises(TypeError, match=r"^names must be bytes, not str$"):
-        module.read_home(b"/tmp", [b"AGENTS.md", "SOUL.md"], 10, 0)
+        compose_homes([b"/tmp"], [b"AGENTS.md", "SOUL.md"], 10, 0, layout(("AGENTS.md", "SOUL.md"), 10))
+    with pytest.raises(TypeError, match=r"^directories must be bytes, not str$"):
+        compose_homes(["/tmp"], [b"SOUL.md"], 10, 0, one)
+    with pytest.raises(ValueError, match=r"^layout must have one file name and two heads per name$"):
+        compose_homes([b"/tmp"], [b"AGENTS.md", b"SOUL.md"], 10, 0, one)
+    with pytest.raises(TypeError, match=r"^layout must hold str only$"):
+        compose_homes([b"/tmp"], [b"SOUL.md"], 10, 0, (("SOUL.md",), (None,), ("\n\n## SOUL.md\n\n",), ""))

@@ -7,7 +7,6 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
@@ -35,7 +34,7 @@ def tick() -> None:
     time.sleep(0.03)
 
 
-def test_hit_returns_the_same_object(reader: ModuleType, home: Path, write: Writer, aged: None) -> None:
+def test_hit_returns_the_same_object(home: Path, write: Writer, aged: None) -> None:
     write("SOUL.md", "soul")
     cache = SoulCache()
     first = cache.compose(home)
@@ -45,7 +44,7 @@ def test_hit_returns_the_same_object(reader: ModuleType, home: Path, write: Writ
     assert cache.stats == CacheStats(hits=2, misses=1, stale=0, size=1, maxsize=1024)
 
 
-def test_fresh_files_are_reread_but_keep_identity(reader: ModuleType, home: Path, write: Writer) -> None:
+def test_fresh_files_are_reread_but_keep_identity(home: Path, write: Writer) -> None:
     write("SOUL.md", "soul")
     cache = SoulCache()
     first = cache.compose(home)
@@ -55,7 +54,7 @@ def test_fresh_files_are_reread_but_keep_identity(reader: ModuleType, home: Path
     assert cache.stats == CacheStats(hits=0, misses=1, stale=1, size=1, maxsize=1024)
 
 
-def test_same_size_rewrite_with_mtime_restored(reader: ModuleType, home: Path, write: Writer) -> None:
+def test_same_size_rewrite_with_mtime_restored(home: Path, write: Writer) -> None:
     path = write("SOUL.md", "version A")
     cache = SoulCache()
     assert cache.compose(home).text == "## SOUL.md\n\nversion A"
@@ -68,7 +67,7 @@ def test_same_size_rewrite_with_mtime_restored(reader: ModuleType, home: Path, w
 
 
 @pytest.mark.usefixtures("no_racy_window")
-def test_signature_alone_sees_a_same_size_rewrite(reader: ModuleType, home: Path, write: Writer) -> None:
+def test_signature_alone_sees_a_same_size_rewrite(home: Path, write: Writer) -> None:
     path = write("SOUL.md", "version A")
     cache = SoulCache()
     first = cache.compose(home)
@@ -82,7 +81,7 @@ def test_signature_alone_sees_a_same_size_rewrite(reader: ModuleType, home: Path
 
 
 @pytest.mark.usefixtures("no_racy_window")
-def test_swap_by_rename(reader: ModuleType, home: Path, write: Writer) -> None:
+def test_swap_by_rename(home: Path, write: Writer) -> None:
     write("MEMORY.md", "old memory")
     cache = SoulCache()
     assert cache.compose(home).text == "## MEMORY.md\n\nold memory"
@@ -92,7 +91,7 @@ def test_swap_by_rename(reader: ModuleType, home: Path, write: Writer) -> None:
 
 
 @pytest.mark.usefixtures("no_racy_window")
-def test_added_and_deleted_files(reader: ModuleType, home: Path, write: Writer) -> None:
+def test_added_and_deleted_files(home: Path, write: Writer) -> None:
     write("SOUL.md", "soul")
     cache = SoulCache()
     assert cache.compose(home).found == ("SOUL.md",)
@@ -105,7 +104,7 @@ def test_added_and_deleted_files(reader: ModuleType, home: Path, write: Writer) 
 
 
 @pytest.mark.usefixtures("no_racy_window")
-def test_file_turned_into_a_symlink(reader: ModuleType, tmp_path: Path, home: Path, write: Writer) -> None:
+def test_file_turned_into_a_symlink(tmp_path: Path, home: Path, write: Writer) -> None:
     write("SOUL.md", "same words")
     (tmp_path / "elsewhere.md").write_text("same words")
     cache = SoulCache()
@@ -126,7 +125,7 @@ def test_file_turned_into_a_symlink(reader: ModuleType, tmp_path: Path, home: Pa
 
 
 @pytest.mark.usefixtures("no_racy_window")
-def test_symlink_retargeted(reader: ModuleType, home: Path, write: Writer) -> None:
+def test_symlink_retargeted(home: Path, write: Writer) -> None:
     write("a.md", "first target")
     write("b.md", "second target")
     (home / "USER.md").symlink_to("a.md")
@@ -138,7 +137,7 @@ def test_symlink_retargeted(reader: ModuleType, home: Path, write: Writer) -> No
     assert cache.compose(home, symlinks="refuse").text == ""
 
 
-def test_options_are_part_of_the_key(reader: ModuleType, home: Path, write: Writer, aged: None) -> None:
+def test_options_are_part_of_the_key(home: Path, write: Writer, aged: None) -> None:
     write("SOUL.md", "abcdef")
     cache = SoulCache()
     full = cache.compose(home)
@@ -150,7 +149,7 @@ def test_options_are_part_of_the_key(reader: ModuleType, home: Path, write: Writ
     assert len(cache) == 3
 
 
-def test_lru_eviction(reader: ModuleType, tmp_path: Path, aged: None) -> None:
+def test_lru_eviction(tmp_path: Path, aged: None) -> None:
     homes = []
     for name in ("a", "b", "c"):
         (tmp_path / name).mkdir()
@@ -166,7 +165,7 @@ def test_lru_eviction(reader: ModuleType, tmp_path: Path, aged: None) -> None:
     assert cache.stats == CacheStats(hits=2, misses=4, stale=0, size=2, maxsize=2)
 
 
-def test_invalidate_and_clear(reader: ModuleType, home: Path, write: Writer, aged: None) -> None:
+def test_invalidate_and_clear(home: Path, write: Writer, aged: None) -> None:
     write("SOUL.md", "soul")
     cache = SoulCache()
     first = cache.compose(home)
@@ -181,7 +180,7 @@ def test_invalidate_and_clear(reader: ModuleType, home: Path, write: Writer, age
     assert repr(cache) == "SoulCache(size=0, maxsize=1024, hits=0, misses=0, stale=0)"
 
 
-def test_strict_raises_from_the_cache_too(reader: ModuleType, home: Path, aged: None) -> None:
+def test_strict_raises_from_the_cache_too(home: Path, aged: None) -> None:
     (home / "USER.md").mkdir()
     cache = SoulCache()
     for _ in range(2):
@@ -192,7 +191,7 @@ def test_strict_raises_from_the_cache_too(reader: ModuleType, home: Path, aged: 
     assert cache.stats.hits == 2
 
 
-def test_missing_directory_is_cached_and_then_found(reader: ModuleType, tmp_path: Path) -> None:
+def test_missing_directory_is_cached_and_then_found(tmp_path: Path) -> None:
     home = tmp_path / "later"
     cache = SoulCache()
     assert cache.compose(home).text == ""
@@ -201,7 +200,7 @@ def test_missing_directory_is_cached_and_then_found(reader: ModuleType, tmp_path
     assert cache.compose(home).text == "## SOUL.md\n\narrived"
 
 
-def test_threads_share_one_cache(reader: ModuleType, tmp_path: Path, aged: None) -> None:
+def test_threads_share_one_cache(tmp_path: Path, aged: None) -> None:
     homes = []
     for index in range(8):
         home = tmp_path / f"h{index}"
@@ -227,6 +226,7 @@ def test_threads_share_one_cache(reader: ModuleType, tmp_path: Path, aged: None)
     assert stats.size <= 4
 
 
+@pytest.mark.reader_independent
 @pytest.mark.parametrize(
     ("value", "error", "message"),
     [

@@ -10,7 +10,6 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
@@ -28,9 +27,7 @@ def run(argv: list[str], capsys: Capture) -> tuple[int, str, str]:
     return code, out, err
 
 
-def test_compose_prints_the_soul_byte_exact(
-    reader: ModuleType, home: Path, write: Writer, capsys: Capture
-) -> None:
+def test_compose_prints_the_soul_byte_exact(home: Path, write: Writer, capsys: Capture) -> None:
     write("SOUL.md", "  Ünïcode soul  ")
     write("AGENTS.md", "agents")
     assert run(["compose", str(home)], capsys) == (
@@ -40,7 +37,7 @@ def test_compose_prints_the_soul_byte_exact(
     )
 
 
-def test_compose_json(reader: ModuleType, home: Path, write: Writer, capsys: Capture) -> None:
+def test_compose_json(home: Path, write: Writer, capsys: Capture) -> None:
     write("SOUL.md", "abcdef")
     (home / "USER.md").mkdir()
     code, out, err = run(["compose", str(home), "--json", "--max-file-bytes", "4"], capsys)
@@ -73,14 +70,14 @@ def test_compose_json(reader: ModuleType, home: Path, write: Writer, capsys: Cap
     }
 
 
-def test_compose_symlink_policy(reader: ModuleType, tmp_path: Path, home: Path, capsys: Capture) -> None:
+def test_compose_symlink_policy(tmp_path: Path, home: Path, capsys: Capture) -> None:
     (tmp_path / "secret").write_text("secret")
     (home / "SOUL.md").symlink_to(tmp_path / "secret")
     assert run(["compose", str(home)], capsys) == (0, "## SOUL.md\n\nsecret", "")
     assert run(["compose", str(home), "--symlinks", "within"], capsys) == (0, "", "")
 
 
-def test_compose_strict_failure(reader: ModuleType, home: Path, capsys: Capture) -> None:
+def test_compose_strict_failure(home: Path, capsys: Capture) -> None:
     (home / "TOOLS.md").mkdir()
     assert run(["compose", str(home), "--strict"], capsys) == (
         1,
@@ -89,7 +86,7 @@ def test_compose_strict_failure(reader: ModuleType, home: Path, capsys: Capture)
     )
 
 
-def test_compose_bad_cap(reader: ModuleType, home: Path, capsys: Capture) -> None:
+def test_compose_bad_cap(home: Path, capsys: Capture) -> None:
     assert run(["compose", str(home), "--max-file-bytes", "0"], capsys) == (
         2,
         "",
@@ -97,7 +94,7 @@ def test_compose_bad_cap(reader: ModuleType, home: Path, capsys: Capture) -> Non
     )
 
 
-def test_check_table(reader: ModuleType, home: Path, write: Writer, capsys: Capture) -> None:
+def test_check_table(home: Path, write: Writer, capsys: Capture) -> None:
     write("AGENTS.md", "a" * 1500)
     write("SOUL.md", "s" * 10)
     code, out, err = run(["check", str(home), "--max-file-bytes", "1024"], capsys)
@@ -121,7 +118,7 @@ def test_check_table(reader: ModuleType, home: Path, write: Writer, capsys: Capt
     )
 
 
-def test_check_fails_for_unusable_files(reader: ModuleType, home: Path, capsys: Capture) -> None:
+def test_check_fails_for_unusable_files(home: Path, capsys: Capture) -> None:
     (home / "USER.md").mkdir()
     (home / "SOUL.md").symlink_to("SOUL.md")
     code, out, _ = run(["check", str(home)], capsys)
@@ -131,13 +128,13 @@ def test_check_fails_for_unusable_files(reader: ModuleType, home: Path, capsys: 
     assert lines[4] == "  USER.md      not a regular file             -  is a directory"
 
 
-def test_check_fails_for_a_missing_directory(reader: ModuleType, tmp_path: Path, capsys: Capture) -> None:
+def test_check_fails_for_a_missing_directory(tmp_path: Path, capsys: Capture) -> None:
     code, out, _ = run(["check", str(tmp_path / "absent")], capsys)
     assert code == 1
     assert out.splitlines()[0] == f"{tmp_path / 'absent'}  (not a directory)"
 
 
-def test_check_several_directories(reader: ModuleType, tmp_path: Path, capsys: Capture) -> None:
+def test_check_several_directories(tmp_path: Path, capsys: Capture) -> None:
     for name in ("one", "two"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "SOUL.md").write_text(name)
@@ -149,6 +146,7 @@ def test_check_several_directories(reader: ModuleType, tmp_path: Path, capsys: C
     ]
 
 
+@pytest.mark.reader_independent
 def test_usage_errors_exit_2(capsys: Capture) -> None:
     with pytest.raises(SystemExit) as caught:
         main([])
@@ -158,6 +156,7 @@ def test_usage_errors_exit_2(capsys: Capture) -> None:
     assert caught.value.code == 2
 
 
+@pytest.mark.reader_independent  # each subprocess chooses its reader
 @pytest.mark.parametrize("kind", READERS)
 def test_python_dash_m_on_the_example_persona(kind: str) -> None:
     env = {k: v for k, v in os.environ.items() if k != "TOOLNEXUS_SOUL_NO_EXTENSIONS"}
@@ -187,7 +186,7 @@ def test_python_dash_m_on_the_example_persona(kind: str) -> None:
 SUMMARY = re.compile(r"^(\d+) homes, (\d+) files, (\d+\.\d) MB, \d+\.\d\d s, [\d,]+ homes/s\n$")
 
 
-def test_batch_to_jsonl(reader: ModuleType, tmp_path: Path, capsys: Capture) -> None:
+def test_batch_to_jsonl(tmp_path: Path, capsys: Capture) -> None:
     homes = []
     for index in range(3):
         home = tmp_path / f"h{index}"
@@ -217,9 +216,7 @@ def test_batch_to_jsonl(reader: ModuleType, tmp_path: Path, capsys: Capture) -> 
     assert [r["text"] for r in records] == texts
 
 
-def test_batch_from_file_and_stdin(
-    reader: ModuleType, tmp_path: Path, capsys: Capture, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_batch_from_file_and_stdin(tmp_path: Path, capsys: Capture, monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("a", "b"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "USER.md").write_text(name)
@@ -241,7 +238,7 @@ def test_batch_from_file_and_stdin(
     ]
 
 
-def test_batch_reports_problems(reader: ModuleType, home: Path, capsys: Capture) -> None:
+def test_batch_reports_problems(home: Path, capsys: Capture) -> None:
     (home / "SOUL.md").mkdir()
     code, stdout, _ = run(["batch", str(home)], capsys)
     assert code == 1
@@ -253,7 +250,7 @@ def test_batch_reports_problems(reader: ModuleType, home: Path, capsys: Capture)
     assert stderr == f"toolnexus-soul: {home}/SOUL.md: not a regular file: is a directory\n"
 
 
-def test_batch_usage_errors(reader: ModuleType, home: Path, capsys: Capture) -> None:
+def test_batch_usage_errors(home: Path, capsys: Capture) -> None:
     assert run(["batch"], capsys) == (
         2,
         "",

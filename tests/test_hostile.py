@@ -1,8 +1,9 @@
-"""Hostile filesystems and resource hygiene (issue 5), on both readers.
+"""Hostile filesystems and resource hygiene, on both readers.
 
 Races run in a subprocess (``stress_worker.py``) so that a crash fails a test
 instead of killing pytest. ``TOOLNEXUS_SOUL_STRESS_CALLS`` sets how many
-compositions each race makes (default 20,000).
+compositions each race makes (default 20,000). The long runs are marked
+``slow``: ``python -m pytest -m slow`` runs them (``.ci/run`` does).
 """
 
 from __future__ import annotations
@@ -14,12 +15,12 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-from conftest import READERS, Writer, load_reader
+from conftest import Writer, compose_files
 from toolnexus.agents import FileReport, FileStatus, SymlinkPolicy, compose, compose_soul
+from toolnexus.agents._reader import Policy, ReaderName, Status
 
 HERE = Path(__file__).parent
 CALLS = int(os.environ.get("TOOLNEXUS_SOUL_STRESS_CALLS", "20000"))
@@ -40,40 +41,39 @@ def run_worker(kind: str, mode: str, home: Path) -> dict[str, object]:
     return result
 
 
-@pytest.mark.parametrize("kind", READERS)
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["rename", "recreate"])
-def test_replaced_files_are_never_torn(kind: str, mode: str, tmp_path: Path) -> None:
+def test_replaced_files_are_never_torn(reader: ReaderName, mode: str, tmp_path: Path) -> None:
     # The open descriptor pins one inode: a body is always a prefix of one
     # version (a whole one after a rename; maybe a half-written one after a
     # re-create), never a mix of two.
-    result = run_worker(kind, mode, tmp_path)
+    result = run_worker(reader, mode, tmp_path)
     assert result["errors"] == []
     assert result["calls"] == CALLS
     assert result["torn_stable"] == result["torn_unstable"] == 0
 
 
-@pytest.mark.parametrize("kind", READERS)
-def test_rewrite_in_place_is_caught_by_the_re_read(kind: str, tmp_path: Path) -> None:
+@pytest.mark.slow
+def test_rewrite_in_place_is_caught_by_the_re_read(reader: ReaderName, tmp_path: Path) -> None:
     # Truncate-and-rewrite, by a writer that never rests, can tear a read.
     # Comparing fstat before and after, and the bytes themselves when the
     # timestamps are too fresh to tell, keeps torn bodies among those called
     # stable to 1 in 10,000 at most (none seen); a body that never read
     # stably in three tries is returned marked stable=False, torn or not.
-    result = run_worker(kind, "inplace", tmp_path)
+    result = run_worker(reader, "inplace", tmp_path)
     assert result["errors"] == []
     assert int(str(result["torn_stable"])) <= CALLS // 10_000
     assert int(str(result["torn_unstable"])) <= int(str(result["unstable"]))
     assert int(str(result["unstable"])) > 0  # the writer never rests: some reads never settle
 
 
-@pytest.mark.parametrize("kind", READERS)
-@pytest.mark.parametrize("policy", [1, 3], ids=["openat2", "portable"])
-def test_within_under_a_symlink_swap_attack(kind: str, policy: int, tmp_path: Path) -> None:
+@pytest.mark.slow
+@pytest.mark.parametrize("policy", [Policy.WITHIN, Policy.WITHIN_PORTABLE], ids=["openat2", "portable"])
+def test_within_under_a_symlink_swap_attack(reader: ReaderName, policy: Policy, tmp_path: Path) -> None:
     # A thread swaps SOUL.md between a file inside the home and a symlink to
     # a host file, 10,000 times, while this one reads: nothing from outside
     # may ever appear. Both ways of "within" are attacked: openat2, and the
     # portable one-hop check that kernels without it get.
-    module = load_reader(kind)
     home = tmp_path / "home"
     home.mkdir()
     secret = tmp_path / "secret.md"
@@ -104,9 +104,9 @@ def test_within_under_a_symlink_swap_attack(kind: str, policy: int, tmp_path: Pa
     reads = 0
     try:
         while thread.is_alive():
-            (entry,) = module.read_home(os.fsencode(home), [b"SOUL.md"], 1024, policy)
-            assert entry[6] is None or "SECRET" not in entry[6]
-            seen.add((entry[0], entry[6]))
+            text, _, (read,) = compose_files(reader, home, ["SOUL.md"], 1024, policy)
+            assert "SECRET" not in text
+            seen.add((read.status, text))
             reads += 1
     finally:
         stop.set()
@@ -117,15 +117,15 @@ def test_within_under_a_symlink_swap_attack(kind: str, policy: int, tmp_path: Pa
     # the portable check, stop being a link between readlink and open
     # (unreadable, EINVAL, for that one call): never the secret.
     assert seen <= {
-        (module.PRESENT, "harmless persona text"),
-        (module.REFUSED, None),
-        (module.MISSING, None),
-        (module.UNREADABLE, None),
+        (Status.PRESENT, "## SOUL.md\n\nharmless persona text"),
+        (Status.REFUSED, ""),
+        (Status.MISSING, ""),
+        (Status.UNREADABLE, ""),
     }
-    assert (module.PRESENT, "harmless persona text") in seen
+    assert (Status.PRESENT, "## SOUL.md\n\nharmless persona text") in seen
 
 
-def test_ten_gigabyte_sparse_file(reader: ModuleType, home: Path) -> None:
+def test_ten_gigabyte_sparse_file(reader: ReaderName, home: Path) -> None:
     # Only cap + 1 bytes are read: measured in a child, its peak memory stays
     # near that, whatever the file's size.
     big = home / "MEMORY.md"
@@ -134,8 +134,7 @@ def test_ten_gigabyte_sparse_file(reader: ModuleType, home: Path) -> None:
     code = (
         "import resource, sys\n"
         "from toolnexus.agents import _reader, compose\n"
-        f"import {reader.__name__} as module\n"
-        "_reader.read_home = module.read_home\n"
+        f"_reader.use({reader!r})\n"
         "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
         f"soul = compose({str(home)!r}, max_file_bytes=1024 * 1024)\n"
         "after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
@@ -154,7 +153,7 @@ def test_ten_gigabyte_sparse_file(reader: ModuleType, home: Path) -> None:
     assert big.stat().st_size == 10 * 1024**3
 
 
-def test_devices_and_fifos_behind_symlinks(reader: ModuleType, tmp_path: Path, home: Path) -> None:
+def test_devices_and_fifos_behind_symlinks(tmp_path: Path, home: Path) -> None:
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     (home / "SOUL.md").symlink_to(fifo)
@@ -171,8 +170,9 @@ def _open_fds() -> list[str]:
     return sorted(os.listdir("/proc/self/fd"))
 
 
+@pytest.mark.slow
 @linux_only
-def test_no_descriptor_leak_on_any_path(reader: ModuleType, tmp_path: Path) -> None:
+def test_no_descriptor_leak_on_any_path(tmp_path: Path) -> None:
     homes = _every_error_path(tmp_path)
     policies: tuple[SymlinkPolicy, ...] = ("follow", "within", "refuse")
     for i in range(30):  # warm up: lazily opened descriptors of the interpreter
@@ -204,6 +204,8 @@ def _every_error_path(root: Path) -> list[Path]:
     return [home, sock_dir, file_as_dir, root / "absent"]
 
 
+@pytest.mark.slow
+@pytest.mark.reader_independent  # the compiled one: the pure reader holds no memory of its own
 @linux_only
 @pytest.mark.skipif(
     "ASAN_OPTIONS" in os.environ, reason="AddressSanitizer's quarantine keeps freed memory resident"
@@ -216,8 +218,8 @@ def test_no_memory_leak_over_200000_calls(tmp_path: Path) -> None:
     homes.append(tmp_path / "text")
     code = (
         "import sys, resource\n"
-        "from toolnexus.agents import _capread, _reader, compose, compose_many\n"
-        "_reader.read_home, _reader.read_homes = _capread.read_home, _capread.read_homes\n"
+        "from toolnexus.agents import _reader, compose, compose_many\n"
+        "_reader.use('compiled')\n"
         f"homes = {[str(h) for h in homes]!r}\n"
         "def rss():\n"
         "    with open('/proc/self/statm') as f: return int(f.read().split()[1]) * 4096\n"
@@ -235,7 +237,7 @@ def test_no_memory_leak_over_200000_calls(tmp_path: Path) -> None:
     assert grown < 4 * 1024 * 1024
 
 
-def test_file_changing_size_between_fstat_and_read(reader: ModuleType, home: Path, write: Writer) -> None:
+def test_file_changing_size_between_fstat_and_read(home: Path, write: Writer) -> None:
     # procfs says 0 and serves more; sysfs says 4096 and serves less: the
     # reader trusts neither number (see test_special_files for procfs).
     path = Path("/sys/kernel/mm/transparent_hugepage/enabled")

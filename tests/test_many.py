@@ -11,7 +11,6 @@ import threading
 import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
@@ -41,7 +40,7 @@ def make_homes(root: Path, count: int) -> list[Path]:
     return homes
 
 
-def test_order_and_content(reader: ModuleType, tmp_path: Path) -> None:
+def test_order_and_content(tmp_path: Path) -> None:
     homes = make_homes(tmp_path, 150)  # several chunks
     souls = compose_many(homes)
     assert souls == [compose(h) for h in homes]
@@ -50,26 +49,26 @@ def test_order_and_content(reader: ModuleType, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("workers", [1, 2, 7])
-def test_workers(reader: ModuleType, tmp_path: Path, workers: int) -> None:
+def test_workers(tmp_path: Path, workers: int) -> None:
     homes = make_homes(tmp_path, 70)
     assert compose_many(homes, workers=workers, max_file_bytes=3) == [
         compose(h, max_file_bytes=3) for h in homes
     ]
 
 
-def test_own_executor_stays_open(reader: ModuleType, tmp_path: Path) -> None:
+def test_own_executor_stays_open(tmp_path: Path) -> None:
     homes = make_homes(tmp_path, 10)
     with ThreadPoolExecutor(max_workers=3) as pool:
         assert compose_many(homes, executor=pool) == [compose(h) for h in homes]
         assert pool.submit(lambda: 42).result() == 42
 
 
-def test_empty_input(reader: ModuleType) -> None:
+def test_empty_input() -> None:
     assert compose_many([]) == []
     assert compose_many(iter(())) == []
 
 
-def test_strict_failure_names_the_directory(reader: ModuleType, tmp_path: Path) -> None:
+def test_strict_failure_names_the_directory(tmp_path: Path) -> None:
     homes = make_homes(tmp_path, 200)
     (homes[137] / "TOOLS.md").mkdir()
     (homes[190] / "USER.md").mkdir()
@@ -84,7 +83,7 @@ def test_strict_failure_names_the_directory(reader: ModuleType, tmp_path: Path) 
     assert len(compose_many(homes, strict=False)) == 200
 
 
-def test_bad_items_are_named_by_index(reader: ModuleType, tmp_path: Path) -> None:
+def test_bad_items_are_named_by_index(tmp_path: Path) -> None:
     with pytest.raises(TypeError) as caught:
         compose_many([tmp_path, tmp_path, 3])  # type: ignore[list-item]
     assert str(caught.value) == "dirs[2]: dir must be str, bytes or os.PathLike, not int"
@@ -102,7 +101,7 @@ def test_bad_items_are_named_by_index(reader: ModuleType, tmp_path: Path) -> Non
         ({"symlinks": "maybe"}, "symlinks must be 'follow', 'within' or 'refuse', got 'maybe'"),
     ],
 )
-def test_bad_options(reader: ModuleType, tmp_path: Path, kwargs: dict[str, object], message: str) -> None:
+def test_bad_options(tmp_path: Path, kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=re.escape(message)) as caught:
         compose_many([tmp_path], **kwargs)  # type: ignore[arg-type]
     assert str(caught.value) == message
@@ -111,6 +110,7 @@ def test_bad_options(reader: ModuleType, tmp_path: Path, kwargs: dict[str, objec
         executor.shutdown()
 
 
+@pytest.mark.reader_independent  # the workers import the package afresh, with its default reader
 def test_process_pool(tmp_path: Path) -> None:
     # Chunks and Souls cross a process boundary (pickled both ways).
     homes = make_homes(tmp_path, 80)
@@ -123,7 +123,7 @@ def test_process_pool(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
-def test_shared_pool_survives_a_fork(reader: ModuleType, tmp_path: Path) -> None:
+def test_shared_pool_survives_a_fork(tmp_path: Path) -> None:
     homes = make_homes(tmp_path, 130)
     expected = [compose(h).text for h in homes]
     assert [s.text for s in compose_many(homes, workers=2)] == expected  # the pool now exists
@@ -144,19 +144,17 @@ def test_shared_pool_survives_a_fork(reader: ModuleType, tmp_path: Path) -> None
     assert os.waitstatus_to_exitcode(done[1]) == 0
 
 
-def test_async_wrappers_run_off_the_event_loop(
-    reader: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_async_wrappers_run_off_the_event_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (home,) = make_homes(tmp_path, 1)
     (home / "SOUL.md").write_text("async soul")
     threads: list[int] = []
-    read_home = reader.read_home
+    compose_homes = _reader.compose_homes
 
     def recording(*args: object) -> object:
         threads.append(threading.get_ident())
-        return read_home(*args)
+        return compose_homes(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(_reader, "read_home", recording)
+    monkeypatch.setattr(_reader, "compose_homes", recording)
 
     async def main() -> tuple[Soul, tuple[str, list[str]], int]:
         soul = await acompose(home, symlinks="within")
@@ -171,7 +169,7 @@ def test_async_wrappers_run_off_the_event_loop(
     assert loop_thread not in threads[:2]
 
 
-def test_async_errors_propagate(reader: ModuleType, tmp_path: Path) -> None:
+def test_async_errors_propagate(tmp_path: Path) -> None:
     (tmp_path / "SOUL.md").mkdir()
 
     async def main() -> None:

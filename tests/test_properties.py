@@ -1,4 +1,4 @@
-"""Hypothesis: both readers agree with each other and with SPEC §3 on anything.
+"""Hypothesis: both readers agree with each other and with docs/format.md on anything.
 
 The profile is chosen with ``TOOLNEXUS_SOUL_FUZZ`` (``ci``: the default,
 quick; ``long``: many more examples for a fuzzing session).
@@ -7,6 +7,7 @@ quick; ``long``: many more examples for a fuzzing session).
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -14,9 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import WITHOUT_EXTENSION, load_reader
-from spec_reference import BOOTSTRAP_ORDER, compose_layout
+from conftest import WITHOUT_EXTENSION, compose_files
+from spec_reference import BOOTSTRAP_ORDER, WHITE_SPACE, body_text, compose_layout
 from toolnexus.agents import _reader, compose_soul
+from toolnexus.agents._reader import FileRead, Status
 
 settings.register_profile("ci", max_examples=300, deadline=None)
 settings.register_profile(
@@ -26,8 +28,8 @@ settings.load_profile(os.environ.get("TOOLNEXUS_SOUL_FUZZ", "ci"))
 
 if WITHOUT_EXTENSION:
     pytest.skip("the compiled reader is POSIX-only", allow_module_level=True)
-COMPILED = load_reader("compiled")
-PURE = load_reader("pure")
+# Each example runs on both twins side by side, so each test runs once.
+pytestmark = pytest.mark.reader_independent
 
 # Bytes that stress the rules: UTF-8 lead and continuation bytes, BOM pieces,
 # white space in one and several bytes, and the odd invalid byte.
@@ -66,21 +68,29 @@ def _materialise(directory: Path, layout: dict[str, bytes]) -> None:
         (directory / name).write_bytes(data)
 
 
-def read_both(name: str, data: bytes, cap: int) -> tuple[int, int, int, int, bool, bool, str | None]:
-    """Write ``data`` as bootstrap file ``name``; both readers must agree on it."""
+def compose_both(files: dict[str, bytes], cap: int) -> tuple[str, tuple[str, ...], tuple[FileRead, ...]]:
+    """Write ``files`` into a home; both twins must compose it alike. Returns what they said."""
     with tempfile.TemporaryDirectory() as home:
-        (Path(home) / name).write_bytes(data)
-        path, names = os.fsencode(home), [os.fsencode(name)]
-        compiled = COMPILED.read_home(path, names, cap, 0)
-        assert compiled == PURE.read_home(path, names, cap, 0)
-    entry: tuple[int, int, int, int, bool, bool, str | None] = compiled[0]
-    return entry
+        _materialise(Path(home), files)
+        names = tuple(sorted(files, key=BOOTSTRAP_ORDER.index))
+        compiled = compose_files("compiled", Path(home), names, cap)
+        assert compiled == compose_files("pure", Path(home), names, cap)
+    return compiled
+
+
+def body_of(files: dict[str, bytes], cap: int) -> str:
+    """The one file's section body, as both twins compose it."""
+    ((name, _),) = files.items()
+    text, _, _ = compose_both(files, cap)
+    return text.removeprefix(f"## {name}\n\n")
 
 
 @given(data=contents, cap=caps)
 def test_readers_agree_on_one_file(data: bytes, cap: int) -> None:
-    (status, err, _, size, truncated, stable, _) = read_both("SOUL.md", data, cap)
-    assert (status, err, size, truncated, stable) == (0, 0, min(len(data), cap + 1), len(data) > cap, True)
+    text, found, (read,) = compose_both({"SOUL.md": data}, cap)
+    assert found == ("SOUL.md",)
+    assert read == (Status.PRESENT, 0, stat.S_IFREG, min(len(data), cap + 1), len(data) > cap, True)
+    assert text == "## SOUL.md\n\n" + body_text(data, cap)
 
 
 @given(layout=layouts, cap=caps)
@@ -88,9 +98,8 @@ def test_both_readers_compose_exactly_as_the_spec_says(layout: dict[str, bytes],
     expected = compose_layout(layout, cap)
     with tempfile.TemporaryDirectory() as name:
         _materialise(Path(name), layout)
-        for module in (COMPILED, PURE):
-            with pytest.MonkeyPatch.context() as patch:
-                patch.setattr(_reader, "read_home", module.read_home)
+        for reader in ("compiled", "pure"):
+            with _reader.using(reader):
                 assert compose_soul(name, max_file_bytes=cap) == expected
 
 
@@ -99,12 +108,7 @@ def test_readers_agree_around_a_page_and_a_large_cap(prefix: bytes, tail: bytes,
     # Bodies that straddle one page (the stability check) and caps near it.
     data = prefix + b"x" * (4096 - len(prefix) - shift) + tail
     cap = 4096 - shift + len(tail) // 2 + 1
-    with tempfile.TemporaryDirectory() as name:
-        (Path(name) / "MEMORY.md").write_bytes(data)
-        path = os.fsencode(name)
-        names = [b"MEMORY.md"]
-        assert COMPILED.read_home(path, names, cap, 0) == PURE.read_home(path, names, cap, 0)
-        assert compose_layout({"MEMORY.md": data}, cap)[0] == compose_soul(name, max_file_bytes=cap)[0]
+    assert body_of({"MEMORY.md": data}, cap) == body_text(data, cap)
 
 
 @given(text=st.text(max_size=200), cap=caps)
@@ -112,9 +116,7 @@ def test_well_formed_text_decodes_like_cpython(text: str, cap: int) -> None:
     # The compiled reader decodes well-formed UTF-8 itself (scan, then fill):
     # every width of str, every plane, must come out as CPython's decoder says.
     data = text.encode("utf-8", "surrogatepass")
-    entry = read_both("USER.md", data, cap)
-    if len(data) <= cap and not data.startswith(b"\xef\xbb\xbf"):
-        assert entry[6] == data.decode("utf-8", "replace")
+    assert body_of({"USER.md": data}, cap) == body_text(data, cap)
 
 
 ascii_runs = st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7E), min_size=24, max_size=80)
@@ -128,6 +130,15 @@ def test_sparse_multibyte_text_agrees(text: str, cap: int) -> None:
     # Mostly ASCII with the odd character of any width and plane: the text the
     # compiled reader decodes without CPython, past the dense-text probe too.
     data = text.encode("utf-8", "surrogatepass")
-    entry = read_both("TOOLS.md", data, cap)
-    if len(data) <= cap and not data.startswith(b"\xef\xbb\xbf"):
-        assert entry[6] == data.decode("utf-8", "replace")
+    assert body_of({"TOOLS.md": data}, cap) == body_text(data, cap)
+
+
+spaces = st.lists(st.sampled_from(sorted(WHITE_SPACE)).map(chr), max_size=6).map("".join)
+
+
+@given(lead=spaces, middle=contents, trail=spaces, cap=caps)
+def test_trimming_bytes_equals_trimming_text(lead: str, middle: bytes, trail: str, cap: int) -> None:
+    # Both readers trim White_Space off the bytes, before decoding; the spec
+    # trims the decoded text. Any bytes between runs of White_Space, any cap.
+    data = lead.encode() + middle + trail.encode()
+    assert body_of({"IDENTITY.md": data}, cap) == body_text(data, cap)

@@ -1,19 +1,18 @@
-"""SPEC §5: the Soul report, on both readers."""
+"""The Soul report, on both readers."""
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 from conftest import Writer
-from toolnexus.agents import BOOTSTRAP_ORDER, FileReport, FileStatus, Soul, compose, compose_soul
+from toolnexus.agents import BOOTSTRAP_ORDER, FileReport, FileStatus, compose, compose_soul
 
 
-def test_report_matches_compose_soul(reader: ModuleType, home: Path, write: Writer) -> None:
+def test_report_matches_compose_soul(home: Path, write: Writer) -> None:
     write("AGENTS.md", "  agents  ")
     write("TOOLS.md", "t" * 20)
     (home / "USER.md").mkdir()
@@ -38,11 +37,11 @@ def test_report_matches_compose_soul(reader: ModuleType, home: Path, write: Writ
     assert str(soul) == text
 
 
-def test_digest_of_empty_soul(reader: ModuleType, home: Path) -> None:
+def test_digest_of_empty_soul(home: Path) -> None:
     assert compose(home).digest == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 
-def test_soul_is_immutable_and_comparable(reader: ModuleType, home: Path, write: Writer) -> None:
+def test_soul_is_immutable_and_comparable(home: Path, write: Writer) -> None:
     write("SOUL.md", "soul")
     first = compose(home)
     second = compose(home)
@@ -56,12 +55,12 @@ def test_soul_is_immutable_and_comparable(reader: ModuleType, home: Path, write:
     assert isinstance(first.files, tuple)
 
 
-def test_repr_stays_short(reader: ModuleType, home: Path, write: Writer) -> None:
+def test_repr_stays_short(home: Path, write: Writer) -> None:
     write("SOUL.md", "x" * 100_000)
     assert repr(compose(home)) == "Soul(found=('SOUL.md',), max_file_bytes=2097152, symlinks='follow')"
 
 
-def test_as_dict(reader: ModuleType, home: Path, write: Writer) -> None:
+def test_as_dict(home: Path, write: Writer) -> None:
     write("SOUL.md", "soul")
     record = compose(home).as_dict()
     assert record["text"] == "## SOUL.md\n\nsoul"
@@ -81,6 +80,7 @@ def test_as_dict(reader: ModuleType, home: Path, write: Writer) -> None:
     assert files[0]["status"] == "missing"
 
 
+@pytest.mark.reader_independent
 def test_status_text() -> None:
     assert [str(s) for s in FileStatus] == [
         "present",
@@ -89,4 +89,3 @@ def test_status_text() -> None:
         "unreadable",
         "refused symlink",
     ]
-    assert isinstance(Soul, type)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import runpy
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
@@ -19,13 +18,12 @@ EXPECTED_OUTPUT = {
 
 
 @pytest.mark.parametrize("example", sorted(EXPECTED_OUTPUT))
-def test_seed_example_runs_unchanged(
-    reader: ModuleType, example: str, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_seed_example_runs_unchanged(example: str, capsys: pytest.CaptureFixture[str]) -> None:
     runpy.run_path(str(EXAMPLES / example), run_name="__main__")
     assert capsys.readouterr().out == EXPECTED_OUTPUT[example]
 
 
+@pytest.mark.reader_independent
 @pytest.mark.skipif(not SEED_PAGE.exists(), reason="shared/seeds is not beside this checkout")
 @pytest.mark.parametrize("example", sorted(EXPECTED_OUTPUT))
 def test_copies_match_the_seed_page(example: str) -> None:

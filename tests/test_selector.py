@@ -1,4 +1,4 @@
-"""The selector: one reader per process, an honest ACCELERATED flag."""
+"""The selector: one reader per process, an honest ACCELERATED flag, twins alike."""
 
 from __future__ import annotations
 
@@ -8,10 +8,14 @@ import sys
 
 import pytest
 
-from conftest import load_reader, needs_extension
+from conftest import needs_extension
+from toolnexus.agents import _reader
+
+pytestmark = pytest.mark.reader_independent
 
 PROBE = (
-    "import toolnexus.agents as a, toolnexus.agents._reader as r;print(a.ACCELERATED, r.read_home.__module__)"
+    "import toolnexus.agents as a, toolnexus.agents._reader as r;"
+    "print(a.ACCELERATED, r.compose_homes.__module__)"
 )
 
 
@@ -35,8 +39,24 @@ def test_environment_forces_the_pure_reader(value: str) -> None:
 
 
 @needs_extension
-def test_both_readers_share_constants_and_doc() -> None:
-    compiled, pure = load_reader("compiled"), load_reader("pure")
-    for name in ("PRESENT", "MISSING", "NOT_REGULAR", "UNREADABLE", "REFUSED", "FOLLOW", "WITHIN", "REFUSE"):
-        assert getattr(compiled, name) == getattr(pure, name), name
-    assert compiled.read_home.__doc__ == pure.read_home.__doc__
+def test_twins_share_their_vocabulary_and_docs() -> None:
+    compiled, pure = _reader.load("compiled"), _reader.load("pure")
+    for enum_name in ("Status", "Policy"):
+        assert [(m.name, m.value) for m in getattr(compiled, enum_name)] == [
+            (m.name, m.value) for m in getattr(pure, enum_name)
+        ], enum_name
+    assert compiled.FileRead._fields == pure.FileRead._fields
+    assert compiled.compose_homes.__doc__ == pure.compose_homes.__doc__
+    assert compiled.__doc__ != pure.__doc__  # each module says which twin it is
+
+
+@needs_extension
+def test_use_switches_and_restores() -> None:
+    before = _reader.compose_homes
+    with _reader.using("pure") as module:
+        assert module.__name__ == "toolnexus.agents._capread_py"
+        assert _reader.compose_homes is module.compose_homes
+        with _reader.using("compiled") as inner:
+            assert _reader.compose_homes is inner.compose_homes
+        assert _reader.compose_homes is module.compose_homes
+    assert _reader.compose_homes is before

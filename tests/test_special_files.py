@@ -11,7 +11,6 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
@@ -26,7 +25,7 @@ def report(home: Path, name: str) -> FileReport:
     return entry
 
 
-def test_missing_directory(reader: ModuleType, tmp_path: Path) -> None:
+def test_missing_directory(tmp_path: Path) -> None:
     missing = tmp_path / "nope"
     assert compose_soul(missing) == ("", [])
     soul = compose(missing)
@@ -36,7 +35,7 @@ def test_missing_directory(reader: ModuleType, tmp_path: Path) -> None:
     assert {f.status for f in soul.files} == {FileStatus.MISSING}
 
 
-def test_directory_that_is_a_file(reader: ModuleType, tmp_path: Path) -> None:
+def test_directory_that_is_a_file(tmp_path: Path) -> None:
     a_file = tmp_path / "plain"
     a_file.write_text("not a directory")
     assert compose_soul(a_file) == ("", [])
@@ -45,14 +44,14 @@ def test_directory_that_is_a_file(reader: ModuleType, tmp_path: Path) -> None:
     )
 
 
-def test_entry_that_is_a_directory(reader: ModuleType, home: Path, write: Writer) -> None:
+def test_entry_that_is_a_directory(home: Path, write: Writer) -> None:
     (home / "SOUL.md").mkdir()
     write("USER.md", "user")
     assert compose_soul(home) == ("## USER.md\n\nuser", ["USER.md"])
     assert report(home, "SOUL.md") == FileReport("SOUL.md", FileStatus.NOT_REGULAR, error="is a directory")
 
 
-def test_fifo_is_skipped_without_blocking(reader: ModuleType, home: Path, write: Writer) -> None:
+def test_fifo_is_skipped_without_blocking(home: Path, write: Writer) -> None:
     os.mkfifo(home / "SOUL.md")
     write("MEMORY.md", "memory")
     # A blocking open or read would hang here: nobody ever writes to the FIFO.
@@ -67,7 +66,7 @@ def short_dir() -> Iterator[Path]:
         yield Path(name)
 
 
-def test_socket_is_skipped(reader: ModuleType, short_dir: Path) -> None:
+def test_socket_is_skipped(short_dir: Path) -> None:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
         server.bind(str(short_dir / "SOUL.md"))
         server.listen(1)
@@ -81,7 +80,7 @@ def test_socket_is_skipped(reader: ModuleType, short_dir: Path) -> None:
 
 
 @pytest.mark.parametrize("device", ["/dev/null", "/dev/zero"])
-def test_device_is_skipped(reader: ModuleType, home: Path, device: str) -> None:
+def test_device_is_skipped(home: Path, device: str) -> None:
     if not os.path.exists(device):
         pytest.skip(f"{device} is absent")
     (home / "TOOLS.md").symlink_to(device)
@@ -92,7 +91,7 @@ def test_device_is_skipped(reader: ModuleType, home: Path, device: str) -> None:
 
 
 @linux_only
-def test_procfs_file_reporting_size_zero_is_read_whole(reader: ModuleType, home: Path) -> None:
+def test_procfs_file_reporting_size_zero_is_read_whole(home: Path) -> None:
     # /proc/version has content but st_size 0: the reader must not trust it.
     source = Path("/proc/version")
     assert source.stat().st_size == 0
@@ -102,7 +101,7 @@ def test_procfs_file_reporting_size_zero_is_read_whole(reader: ModuleType, home:
 
 
 @linux_only
-def test_procfs_file_longer_than_a_page(reader: ModuleType, home: Path) -> None:
+def test_procfs_file_longer_than_a_page(home: Path) -> None:
     # /proc/self/maps of a Python process is many pages and is served in
     # page-sized reads; capping it at 5000 bytes must still give 5000 bytes.
     (home / "TOOLS.md").symlink_to("/proc/self/maps")
@@ -114,7 +113,7 @@ def test_procfs_file_longer_than_a_page(reader: ModuleType, home: Path) -> None:
     assert soul.text.endswith("\n[truncated: exceeds 5000 bytes bootstrap cap]")
 
 
-def test_broken_symlink_is_missing(reader: ModuleType, home: Path) -> None:
+def test_broken_symlink_is_missing(home: Path) -> None:
     (home / "SOUL.md").symlink_to(home / "does-not-exist")
     assert compose_soul(home) == ("", [])
     assert report(home, "SOUL.md") == FileReport(
@@ -122,7 +121,7 @@ def test_broken_symlink_is_missing(reader: ModuleType, home: Path) -> None:
     )
 
 
-def test_symlink_loop_is_unreadable(reader: ModuleType, home: Path, write: Writer) -> None:
+def test_symlink_loop_is_unreadable(home: Path, write: Writer) -> None:
     (home / "SOUL.md").symlink_to("USER.md")
     (home / "USER.md").symlink_to("SOUL.md")
     write("AGENTS.md", "agents")
@@ -132,14 +131,14 @@ def test_symlink_loop_is_unreadable(reader: ModuleType, home: Path, write: Write
     )
 
 
-def test_regular_file_through_symlinked_directory(reader: ModuleType, tmp_path: Path, write: Writer) -> None:
+def test_regular_file_through_symlinked_directory(tmp_path: Path, write: Writer) -> None:
     write("SOUL.md", "soul")
     link = tmp_path / "link-to-home"
     link.symlink_to(tmp_path / "home", target_is_directory=True)
     assert compose_soul(link) == ("## SOUL.md\n\nsoul", ["SOUL.md"])
 
 
-def test_directory_given_as_bytes_and_pathlike(reader: ModuleType, home: Path, write: Writer) -> None:
+def test_directory_given_as_bytes_and_pathlike(home: Path, write: Writer) -> None:
     write("SOUL.md", "soul")
     expected = ("## SOUL.md\n\nsoul", ["SOUL.md"])
     assert compose_soul(str(home)) == expected
@@ -147,7 +146,7 @@ def test_directory_given_as_bytes_and_pathlike(reader: ModuleType, home: Path, w
     assert compose_soul(home) == expected
 
 
-def test_non_utf8_directory_name(reader: ModuleType, tmp_path: Path) -> None:
+def test_non_utf8_directory_name(tmp_path: Path) -> None:
     odd = os.path.join(os.fsencode(tmp_path), b"caf\xe9")
     os.mkdir(odd)
     with open(os.path.join(odd, b"SOUL.md"), "wb") as handle:
@@ -183,7 +182,7 @@ def _compose_unprivileged(home: Path) -> list[FileReport]:
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
-def test_unreadable_file_reports_the_error(reader: ModuleType) -> None:
+def test_unreadable_file_reports_the_error() -> None:
     # mkdtemp, not tmp_path: pytest's base directory is closed to other users.
     home = Path(tempfile.mkdtemp(prefix="tns-perm-"))
     try:
@@ -205,7 +204,7 @@ def test_unreadable_file_reports_the_error(reader: ModuleType) -> None:
 
 
 @linux_only  # O_PATH: elsewhere the directory must be readable to be opened
-def test_searchable_but_unlistable_directory(reader: ModuleType) -> None:
+def test_searchable_but_unlistable_directory() -> None:
     # Execute-only (0o111): names inside can be opened although the directory
     # cannot be listed; the reader opens the directory for search only.
     home = Path(tempfile.mkdtemp(prefix="tns-xonly-"))

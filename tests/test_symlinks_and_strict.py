@@ -1,4 +1,4 @@
-"""SPEC §4 symlink policies and §5 strict mode, on both readers."""
+"""Symlink policies and strict mode (docs/format.md), on both readers."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ import errno
 import os
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-from conftest import Writer
+from conftest import Writer, compose_files
 from toolnexus.agents import BootstrapFileError, FileReport, FileStatus, compose
+from toolnexus.agents._reader import Policy, ReaderName, Status
 
 OUTSIDE = "outside secret"
 
@@ -45,7 +45,7 @@ def statuses(home: Path, symlinks: str) -> dict[str, FileStatus]:
     return {f.name: f.status for f in compose(home, symlinks=symlinks).files}  # type: ignore[arg-type]
 
 
-def test_follow_reads_everything(reader: ModuleType, layout: Path) -> None:
+def test_follow_reads_everything(layout: Path) -> None:
     soul = compose(layout)
     assert soul.found == ("AGENTS.md", "SOUL.md", "USER.md", "TOOLS.md", "HEARTBEAT.md", "MEMORY.md")
     assert soul.text == (
@@ -55,7 +55,7 @@ def test_follow_reads_everything(reader: ModuleType, layout: Path) -> None:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="openat2 is Linux's")
-def test_within_keeps_only_what_resolves_beneath(reader: ModuleType, layout: Path) -> None:
+def test_within_keeps_only_what_resolves_beneath(layout: Path) -> None:
     soul = compose(layout, symlinks="within")
     assert soul.text == "## AGENTS.md\n\nagents\n\n## SOUL.md\n\nsoul v2\n\n## USER.md\n\nuser"
     assert OUTSIDE not in soul.text
@@ -71,25 +71,28 @@ def test_within_keeps_only_what_resolves_beneath(reader: ModuleType, layout: Pat
     assert soul.files[6].status is FileStatus.REFUSED
 
 
-def test_within_portable_fallback(reader: ModuleType, layout: Path) -> None:
+def test_within_portable_fallback(reader: ReaderName, layout: Path) -> None:
     # The stand-in for kernels without openat2 admits one plain-name hop only.
-    results = reader.read_home(os.fsencode(layout), [b"SOUL.md", b"USER.md", b"TOOLS.md"], 100, 3)
-    assert [(r[0], r[1], r[6]) for r in results] == [
-        (reader.PRESENT, 0, "soul v2"),
-        (reader.REFUSED, errno.EXDEV, None),
-        (reader.REFUSED, errno.EXDEV, None),
+    text, found, reads = compose_files(
+        reader, layout, ["SOUL.md", "USER.md", "TOOLS.md"], 100, Policy.WITHIN_PORTABLE
+    )
+    assert (text, found) == ("## SOUL.md\n\nsoul v2", ("SOUL.md",))
+    assert [(r.status, r.errno) for r in reads] == [
+        (Status.PRESENT, 0),
+        (Status.REFUSED, errno.EXDEV),
+        (Status.REFUSED, errno.EXDEV),
     ]
 
 
-def test_within_portable_refuses_a_chain(reader: ModuleType, home: Path, write: Writer) -> None:
+def test_within_portable_refuses_a_chain(reader: ReaderName, home: Path, write: Writer) -> None:
     write("real.md", "real")
     (home / "hop.md").symlink_to("real.md")
     (home / "SOUL.md").symlink_to("hop.md")
-    (result,) = reader.read_home(os.fsencode(home), [b"SOUL.md"], 100, 3)
-    assert (result[0], result[1]) == (reader.REFUSED, errno.ELOOP)
+    _, _, (read,) = compose_files(reader, home, ["SOUL.md"], 100, Policy.WITHIN_PORTABLE)
+    assert (read.status, read.errno) == (Status.REFUSED, errno.ELOOP)
 
 
-def test_refuse_skips_every_symlink(reader: ModuleType, layout: Path) -> None:
+def test_refuse_skips_every_symlink(layout: Path) -> None:
     soul = compose(layout, symlinks="refuse")
     assert soul.text == "## AGENTS.md\n\nagents"
     assert soul.files[1] == FileReport(
@@ -106,16 +109,14 @@ def test_refuse_skips_every_symlink(reader: ModuleType, layout: Path) -> None:
     }
 
 
-def test_refuse_still_reads_through_a_symlinked_directory(
-    reader: ModuleType, tmp_path: Path, write: Writer
-) -> None:
+def test_refuse_still_reads_through_a_symlinked_directory(tmp_path: Path, write: Writer) -> None:
     write("SOUL.md", "soul")
     (tmp_path / "alias").symlink_to(tmp_path / "home")
     assert compose(tmp_path / "alias", symlinks="refuse").text == "## SOUL.md\n\nsoul"
     assert compose(tmp_path / "alias", symlinks="within").text == "## SOUL.md\n\nsoul"
 
 
-def test_within_refuses_dev_zero(reader: ModuleType, home: Path) -> None:
+def test_within_refuses_dev_zero(home: Path) -> None:
     (home / "SOUL.md").symlink_to("/dev/zero")
     assert statuses(home, "within")["SOUL.md"] is FileStatus.REFUSED
     assert statuses(home, "follow")["SOUL.md"] is FileStatus.NOT_REGULAR
@@ -124,12 +125,12 @@ def test_within_refuses_dev_zero(reader: ModuleType, home: Path) -> None:
 # ---- strict ------------------------------------------------------------------
 
 
-def test_strict_is_quiet_when_files_are_only_missing(reader: ModuleType, home: Path, write: Writer) -> None:
+def test_strict_is_quiet_when_files_are_only_missing(home: Path, write: Writer) -> None:
     write("SOUL.md", "soul")
     assert compose(home, strict=True).text == "## SOUL.md\n\nsoul"
 
 
-def test_strict_raises_for_a_directory(reader: ModuleType, home: Path) -> None:
+def test_strict_raises_for_a_directory(home: Path) -> None:
     (home / "USER.md").mkdir()
     with pytest.raises(BootstrapFileError) as caught:
         compose(home, strict=True)
@@ -141,7 +142,7 @@ def test_strict_raises_for_a_directory(reader: ModuleType, home: Path) -> None:
     assert error.report == FileReport("USER.md", FileStatus.NOT_REGULAR, error="is a directory")
 
 
-def test_strict_raises_for_a_loop_with_errno(reader: ModuleType, home: Path) -> None:
+def test_strict_raises_for_a_loop_with_errno(home: Path) -> None:
     (home / "SOUL.md").symlink_to("SOUL.md")
     with pytest.raises(BootstrapFileError) as caught:
         compose(home, strict=True)
@@ -149,11 +150,11 @@ def test_strict_raises_for_a_loop_with_errno(reader: ModuleType, home: Path) -> 
     assert str(caught.value) == f"{home}/SOUL.md: unreadable: {os.strerror(errno.ELOOP)}"
 
 
-def test_strict_raises_for_a_refused_symlink(reader: ModuleType, layout: Path) -> None:
+def test_strict_raises_for_a_refused_symlink(layout: Path) -> None:
     with pytest.raises(BootstrapFileError) as caught:
         compose(layout, symlinks="refuse", strict=True)
     assert str(caught.value) == f"{layout}/SOUL.md: refused symlink: is a symlink (symlinks='refuse')"
 
 
-def test_strict_with_missing_directory_is_quiet(reader: ModuleType, tmp_path: Path) -> None:
+def test_strict_with_missing_directory_is_quiet(tmp_path: Path) -> None:
     assert compose(tmp_path / "absent", strict=True).found == ()

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from types import ModuleType
 
 from conftest import Writer
 from toolnexus.agents import compose_soul
 
 
-def test_threads_compose_the_same_soul(reader: ModuleType, home: Path, write: Writer) -> None:
+def test_threads_compose_the_same_soul(home: Path, write: Writer) -> None:
     write("AGENTS.md", "a" * 50_000)
     write("SOUL.md", "ß" * 3000)
     write("MEMORY.md", "😀" * 700_000)  # over the 2 MB cap

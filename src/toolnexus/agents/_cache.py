@@ -18,17 +18,11 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Final, NamedTuple
 
-from . import _reader
-from ._compose import (
-    _NAMES,
-    MAX_BOOTSTRAP_FILE_BYTES,
-    SymlinkPolicy,
-    _dir_bytes,
-    check_options,
-    raise_if_unusable,
-    soul_from_entries,
-)
-from ._report import Soul
+from ._args import PathArg, SymlinkPolicy, check_int, check_options, dir_bytes
+from ._compose import compose_parts, soul_of
+from ._format import MAX_BOOTSTRAP_FILE_BYTES
+from ._reader import Policy
+from ._report import Soul, raise_if_unusable
 
 __all__ = ["RACY_WINDOW_NS", "CacheStats", "SoulCache"]
 
@@ -68,11 +62,11 @@ def _stat(path: bytes, follow: bool) -> _Stat:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
 
 
-def _signature(paths: tuple[bytes, ...], policy: int) -> tuple[_Stat, ...]:
+def _signature(paths: tuple[bytes, ...], policy: Policy) -> tuple[_Stat, ...]:
     """What the seven names look like now, seen as ``compose`` would see them."""
-    if policy == 0:  # follow: the file at the end of any links
+    if policy == Policy.FOLLOW:  # the file at the end of any links
         return tuple([_stat(path, True) for path in paths])
-    if policy == 2:  # refuse: the name itself; a link is refused whatever it points to
+    if policy == Policy.REFUSE:  # the name itself; a link is refused whatever it points to
         return tuple([_stat(path, False) for path in paths])
     # within: the link and its target, so swapping either is a change
     return tuple([st for path in paths for st in (_stat(path, False), _stat(path, True))])
@@ -94,32 +88,28 @@ class SoulCache:
     """
 
     def __init__(self, maxsize: int = 1024) -> None:
-        if isinstance(maxsize, bool) or not isinstance(maxsize, int):
-            raise TypeError(f"maxsize must be an int, not {type(maxsize).__name__}")
-        if maxsize < 1:
-            raise ValueError(f"maxsize must be >= 1, got {maxsize}")
-        self._maxsize = maxsize
-        self._entries: OrderedDict[tuple[bytes, int, int], _Entry] = OrderedDict()
+        self._maxsize = check_int(maxsize, "maxsize", 1)
+        self._entries: OrderedDict[tuple[bytes, int, Policy], _Entry] = OrderedDict()
         self._lock = threading.Lock()
         self._hits = self._misses = self._stale = 0
 
     def compose(
         self,
-        dir: str | bytes | os.PathLike[str] | os.PathLike[bytes],
+        dir: PathArg,
         *,
         max_file_bytes: int = MAX_BOOTSTRAP_FILE_BYTES,
         symlinks: SymlinkPolicy = "follow",
         strict: bool = False,
     ) -> Soul:
         """The soul of ``dir``: the cached object if still valid, else a fresh one."""
-        path = _dir_bytes(dir)
-        cap, policy = check_options(max_file_bytes, symlinks, strict)
-        key = (path, cap, policy)
+        path = dir_bytes(dir)
+        options = check_options(max_file_bytes, symlinks, strict)
+        key = (path, options.cap, options.policy)
         with self._lock:
             entry = self._entries.get(key)
-        paths = entry.paths if entry is not None else tuple(os.path.join(path, n) for n in _NAMES)
+        paths = entry.paths if entry is not None else tuple(os.path.join(path, n) for n in options.names)
         started = _clock()
-        signature = _signature(paths, policy)
+        signature = _signature(paths, options.policy)
         if entry is not None and not entry.racy and entry.signature == signature:
             with self._lock:
                 if key in self._entries:
@@ -133,8 +123,9 @@ class SoulCache:
                 else:
                     self._stale += 1
             # Composed outside the lock: one slow disk must not stall other homes.
-            entries = _reader.read_home(path, _NAMES, cap, policy)
-            soul = soul_from_entries(path, entries, cap, symlinks, False)
+            # Not strict here: the cached soul serves strict and lenient calls.
+            lenient = options._replace(strict=False)
+            soul = soul_of(path, compose_parts([path], lenient)[0], lenient)
             if entry is not None and entry.soul == soul:
                 soul = entry.soul
             fresh = _Entry(paths, signature, soul, _racy(signature, started - RACY_WINDOW_NS))
@@ -147,9 +138,9 @@ class SoulCache:
             raise_if_unusable(path, soul.files)
         return soul
 
-    def invalidate(self, dir: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> int:
+    def invalidate(self, dir: PathArg) -> int:
         """Forget every cached soul of ``dir`` (any options); returns how many."""
-        path = _dir_bytes(dir)
+        path = dir_bytes(dir)
         with self._lock:
             keys = [key for key in self._entries if key[0] == path]
             for key in keys:

@@ -1,23 +1,39 @@
 """Types of the compiled reader; it mirrors ``_capread_py`` exactly."""
 
+import enum
 from collections.abc import Sequence
+from typing import NamedTuple
 
-PRESENT: int
-MISSING: int
-NOT_REGULAR: int
-UNREADABLE: int
-REFUSED: int
-FOLLOW: int
-WITHIN: int
-REFUSE: int
-WITHIN_PORTABLE: int
+class Status(enum.IntEnum):
+    """What the reader found at a name."""
 
-def read_home(
-    directory: bytes, names: Sequence[bytes], cap: int, symlinks: int
-) -> list[tuple[int, int, int, int, bool, bool, str | None]]:
-    """Read each of ``names`` inside ``directory``, at most ``cap + 1`` bytes each."""
+    PRESENT = 0
+    MISSING = 1
+    NOT_REGULAR = 2
+    UNREADABLE = 3
+    REFUSED = 4
 
-def read_homes(
-    directories: Sequence[bytes], names: Sequence[bytes], cap: int, symlinks: int
-) -> list[list[tuple[int, int, int, int, bool, bool, str | None]]]:
-    """``[read_home(d, names, cap, symlinks) for d in directories]``, in one call."""
+class Policy(enum.IntEnum):
+    """How the reader treats symlinks (the ``symlinks`` argument)."""
+
+    FOLLOW = 0
+    WITHIN = 1
+    REFUSE = 2
+    WITHIN_PORTABLE = 3
+
+class FileRead(NamedTuple):
+    """What the reader found at one name."""
+
+    status: Status
+    errno: int
+    kind: int
+    size: int
+    truncated: bool
+    stable: bool
+
+Layout = tuple[Sequence[str], Sequence[str], Sequence[str], str]
+
+def compose_homes(
+    directories: Sequence[bytes], names: Sequence[bytes], cap: int, symlinks: int, layout: Layout
+) -> list[tuple[str, tuple[str, ...], tuple[FileRead, ...]]]:
+    """Read each of ``names`` inside each directory and compose each directory's soul."""

@@ -1,72 +1,83 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""Compiled bounded reader for bootstrap files.
+"""Compiled twin of ``_capread_py``: the bounded reader of bootstrap files.
 
-Same functions, same arguments, same results as ``_capread_py.py``; the only
-difference is speed: each directory is opened once, the files of a batch of
-homes are read into one arena with the GIL released, and the text is decoded
-straight from that arena (well-formed, mostly-ASCII text by the scan-and-fill
-decoder of ``_capread_c.h``, also without the GIL). What a soul looks like is
-decided in ``_compose``, not here.
+Same functions, arguments, results and docstrings as ``_capread_py.py``; the
+only difference is speed: each directory is opened once, the files of a
+batch of homes are read into one arena with the GIL released, and each soul
+is allocated once, at its final size and width, and filled straight from the
+arena (well-formed, mostly-ASCII text by the scan-and-fill decoder of
+``_capread_utf8.h``, also without the GIL). What a soul looks like (order,
+section heads, notice) is decided in ``_format`` and handed in as a layout.
 """
 
-from cpython.ref cimport PyObject
+from typing import NamedTuple
+
+from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
+from cpython.type cimport PyType_GenericAlloc
 from cpython.unicode cimport PyUnicode_DATA, PyUnicode_DecodeUTF8, PyUnicode_KIND, PyUnicode_New
+from libc.errno cimport (
+    EINTR, EIO, ELOOP, EMLINK, ENOENT, ENOMEM, ENOSYS, ENOTDIR, ENXIO, EOPNOTSUPP, EPERM, EXDEV, errno,
+)
 from libc.stdint cimport uint32_t
-from libc.errno cimport EINTR, EIO, ENOMEM, errno
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcmp
+from posix.fcntl cimport S_IFMT, S_IFREG, open, openat
+from posix.stat cimport fstat, struct_stat
+from posix.types cimport off_t
+from posix.unistd cimport close, pread
 
-cdef extern from "_capread_c.h":
+cdef extern from "_capread_os.h" nogil:
     int TNX_DIR_FLAGS
     int TNX_FILE_FLAGS
     int O_NOFOLLOW
-    int S_IFMT
-    int S_IFREG
-    int ENOENT
-    int ENOTDIR
-    int EXDEV
-    int ELOOP
-    int EMLINK
-    int ENXIO
-    int EOPNOTSUPP
-    int ENOSYS
-    int EPERM
-
-    ctypedef long off_t
-    ctypedef long ssize_t
-    struct stat:
-        unsigned int st_mode
-        off_t st_size
-
-    int open(const char *path, int flags) nogil
-    int openat(int dirfd, const char *name, int flags) nogil
-    int tnx_openat2_beneath(int dirfd, const char *name) nogil
-    int close(int fd) nogil
-    int sched_yield() nogil
-    int fstat(int fd, stat *st) nogil
-    ssize_t pread(int fd, void *buf, size_t count, off_t offset) nogil
-    ssize_t readlinkat(int dirfd, const char *name, char *buf, size_t size) nogil
-    void tnx_set_errno(int err) nogil
-    long long tnx_mtime_ns(const stat *st) nogil
-    long long tnx_ctime_ns(const stat *st) nogil
-    long long tnx_now_ns() nogil
     long long RECENT_NS
+    int tnx_openat2_beneath(int dirfd, const char *name)
+    ssize_t readlinkat(int dirfd, const char *name, char *buf, size_t size)
+    int sched_yield()
+    void tnx_set_errno(int err)
+    long long tnx_mtime_ns(const struct_stat *st)
+    long long tnx_ctime_ns(const struct_stat *st)
+    long long tnx_now_ns()
+
+cdef extern from "_capread_utf8.h" nogil:
     int TNX_SCAN_OK
-    int tnx_utf8_scan(const unsigned char *s, size_t n, size_t *nchars, uint32_t *maxchar) nogil
-    void tnx_utf8_fill(const unsigned char *s, size_t n, void *out, int kind, uint32_t maxchar) nogil
+    void tnx_trim(const unsigned char *s, size_t *start, size_t *end)
+    int tnx_utf8_scan(const unsigned char *s, size_t n, size_t *nchars, uint32_t *maxchar)
+    void tnx_utf8_fill(const unsigned char *s, size_t n, void *out, int kind, uint32_t maxchar)
+    void tnx_copy_chars(const void *src, int from_kind, size_t n, void *dst, int to_kind)
 
-# Status codes of an entry (first item of each result tuple).
-PRESENT = 0
-MISSING = 1
-NOT_REGULAR = 2
-UNREADABLE = 3
-REFUSED = 4
+cdef extern from "Python.h":
+    Py_UCS4 PyUnicode_MAX_CHAR_VALUE(object o)
 
-# Symlink policies (the ``symlinks`` argument).
-FOLLOW = 0
-WITHIN = 1  # openat2(RESOLVE_BENEATH) where the kernel has it, else WITHIN_PORTABLE
-REFUSE = 2
-WITHIN_PORTABLE = 3  # the fallback of WITHIN, selectable directly so it can be tested
+
+cpdef enum Status:
+    """What the reader found at a name."""
+    PRESENT = 0
+    MISSING = 1
+    NOT_REGULAR = 2
+    UNREADABLE = 3
+    REFUSED = 4
+
+
+cpdef enum Policy:
+    """How the reader treats symlinks (the ``symlinks`` argument)."""
+    FOLLOW = 0
+    WITHIN = 1  # openat2(RESOLVE_BENEATH) where the kernel has it, else WITHIN_PORTABLE
+    REFUSE = 2
+    WITHIN_PORTABLE = 3  # the fallback of WITHIN, selectable directly so it can be tested
+
+
+class FileRead(NamedTuple):
+    """What the reader found at one name."""
+
+    status: Status
+    errno: int  # why it is not present (0 when it is)
+    kind: int  # the file type bits of st_mode, 0 when it could not be opened
+    size: int  # bytes read: at most cap + 1
+    truncated: bool  # more than cap bytes
+    stable: bool  # False only when the file kept changing under three reads
+
 
 cdef enum:
     PAGE = 4096
@@ -76,38 +87,39 @@ cdef enum:
     VERIFY_CHUNK = 16 * 1024  # stack buffer of the content check
     BATCH_BYTES = 4 * 1024 * 1024  # arena fill after which a batch returns to decode
     NOGIL_FILL_BYTES = 64 * 1024  # decode work below which the GIL is kept
-    C_PRESENT = 0
-    C_MISSING = 1
-    C_NOT_REGULAR = 2
-    C_UNREADABLE = 3
-    C_REFUSED = 4
-    C_FOLLOW = 0
-    C_WITHIN = 1
-    C_REFUSE = 2
-    C_WITHIN_PORTABLE = 3
 
 cdef struct Buffer:
     char *data
     size_t size
 
+cdef struct Chars:  # a str's characters, readable without the GIL while the str lives
+    const void *data
+    int kind
+    size_t length
+    uint32_t maxchar
+
 cdef struct Outcome:
-    int status
+    Status status
     int err
     int kind
     size_t offset  # where the file's bytes start in the arena
     size_t nread
     bint stable
     # Set for a present file, by _plan(), without the GIL:
-    size_t body  # where the body starts in the arena (after the cut and the BOM)
+    size_t body  # where the body starts in the arena (after cut, BOM and trim)
     size_t body_len
     bint truncated
-    bint well_formed  # if so, nchars and maxchar size the str to allocate
+    bint well_formed  # if so, nchars and maxchar say what it decodes to
     size_t nchars
     uint32_t maxchar
-    # Set with the GIL: the str (kept alive by the batch's list) and its buffer.
-    PyObject *text
-    void *dest
-    int dest_kind
+    # Set with the GIL when the body is not well formed: CPython's decoding of it
+    # (a str the batch keeps alive).
+    bint decoded
+    Chars text
+
+cdef struct Target:  # a soul being filled
+    void *data
+    int kind
 
 
 cdef int _reserve(Buffer *buf, size_t need) noexcept nogil:
@@ -157,7 +169,7 @@ cdef int _open_within_portable(int dirfd, const char *name) noexcept nogil:
 
 cdef int _open_entry(int dirfd, const char *name, int policy) noexcept nogil:
     cdef int fd
-    if policy == C_WITHIN:
+    if policy == WITHIN:
         while True:
             fd = tnx_openat2_beneath(dirfd, name)
             if fd >= 0 or errno != EINTR:
@@ -166,10 +178,10 @@ cdef int _open_entry(int dirfd, const char *name, int policy) noexcept nogil:
         if fd >= 0 or (errno != ENOSYS and errno != EPERM):
             return fd
         return _open_within_portable(dirfd, name)
-    if policy == C_WITHIN_PORTABLE:
+    if policy == WITHIN_PORTABLE:
         return _open_within_portable(dirfd, name)
     while True:
-        if policy == C_REFUSE:
+        if policy == REFUSE:
             fd = openat(dirfd, name, TNX_FILE_FLAGS | O_NOFOLLOW)
         else:
             fd = openat(dirfd, name, TNX_FILE_FLAGS)
@@ -177,16 +189,16 @@ cdef int _open_entry(int dirfd, const char *name, int policy) noexcept nogil:
             return fd
 
 
-cdef int _classify_open_error(int err, int policy) noexcept nogil:
+cdef Status _classify_open_error(int err, int policy) noexcept nogil:
     if err == ENOENT or err == ENOTDIR:
-        return C_MISSING
-    if err == EXDEV and (policy == C_WITHIN or policy == C_WITHIN_PORTABLE):
-        return C_REFUSED
-    if (err == ELOOP or err == EMLINK) and (policy == C_REFUSE or policy == C_WITHIN_PORTABLE):
-        return C_REFUSED
+        return MISSING
+    if err == EXDEV and (policy == WITHIN or policy == WITHIN_PORTABLE):
+        return REFUSED
+    if (err == ELOOP or err == EMLINK) and (policy == REFUSE or policy == WITHIN_PORTABLE):
+        return REFUSED
     if err == ENXIO or err == EOPNOTSUPP:  # a socket (Linux; macOS), or a driverless device
-        return C_NOT_REGULAR
-    return C_UNREADABLE
+        return NOT_REGULAR
+    return UNREADABLE
 
 
 cdef ssize_t _read_capped(int fd, Buffer *arena, size_t base, size_t want,
@@ -229,8 +241,8 @@ cdef ssize_t _read_capped(int fd, Buffer *arena, size_t base, size_t want,
     return <ssize_t>total
 
 
-cdef bint _trusted(ssize_t got, stat *before, bint one_read) noexcept nogil:
-    """Can a read be trusted without a second fstat? (SPEC §4)
+cdef bint _trusted(ssize_t got, struct_stat *before, bint one_read) noexcept nogil:
+    """Can a read be trusted without a second fstat? (docs/format.md, \"Stable reads\")
 
     Yes for one page, got by one read() call, no longer than fstat said.
     More than a page may span an in-place rewrite; so may a short read
@@ -241,12 +253,12 @@ cdef bint _trusted(ssize_t got, stat *before, bint one_read) noexcept nogil:
     return one_read and got <= PAGE and got <= before.st_size
 
 
-cdef bint _fits(ssize_t got, stat *st) noexcept nogil:
+cdef bint _fits(ssize_t got, struct_stat *st) noexcept nogil:
     """No more bytes than the file holds (pseudo-files, which say 0, excepted)."""
     return got <= st.st_size or st.st_size == 0
 
 
-cdef bint _recent(stat *st) noexcept nogil:
+cdef bint _recent(struct_stat *st) noexcept nogil:
     """Changed so lately that its timestamps cannot tell two writes apart?"""
     return tnx_ctime_ns(st) >= tnx_now_ns() - RECENT_NS
 
@@ -268,7 +280,7 @@ cdef bint _verify(int fd, const char *data, size_t n) noexcept nogil:
     return True
 
 
-cdef bint _same(stat *a, stat *b) noexcept nogil:
+cdef bint _same(struct_stat *a, struct_stat *b) noexcept nogil:
     return (
         a.st_size == b.st_size
         and tnx_mtime_ns(a) == tnx_mtime_ns(b)
@@ -278,9 +290,9 @@ cdef bint _same(stat *a, stat *b) noexcept nogil:
 
 cdef void _read_entry(int dirfd, const char *name, int policy, size_t cap,
                       Buffer *arena, size_t *used, Outcome *out) noexcept nogil:
-    """Open, check and read one bootstrap file into the arena (SPEC §3.1-3.2, §4)."""
-    cdef stat before
-    cdef stat after
+    """Open, check and read one bootstrap file into the arena ."""
+    cdef struct_stat before
+    cdef struct_stat after
     cdef ssize_t got
     cdef bint one_read
     cdef int tries = 1
@@ -296,12 +308,12 @@ cdef void _read_entry(int dirfd, const char *name, int policy, size_t cap,
     out.err = 0
     if fstat(fd, &before) < 0:
         out.err = errno
-        out.status = C_UNREADABLE
+        out.status = UNREADABLE
         close(fd)
         return
     out.kind = before.st_mode & S_IFMT
     if out.kind != S_IFREG:
-        out.status = C_NOT_REGULAR
+        out.status = NOT_REGULAR
         close(fd)
         return
     got = _read_capped(fd, arena, out.offset, cap + 1, <size_t>before.st_size, &one_read)
@@ -325,10 +337,10 @@ cdef void _read_entry(int dirfd, const char *name, int policy, size_t cap,
             tries += 1
     if got < 0:
         out.err = errno if errno else EIO
-        out.status = C_UNREADABLE
+        out.status = UNREADABLE
         out.stable = True
     else:
-        out.status = C_PRESENT
+        out.status = PRESENT
         out.nread = <size_t>got
         used[0] = out.offset + out.nread
         _plan(out, arena.data, cap)
@@ -336,7 +348,7 @@ cdef void _read_entry(int dirfd, const char *name, int policy, size_t cap,
 
 
 cdef void _plan(Outcome *out, const char *arena, size_t cap) noexcept nogil:
-    """Cap, back off to a character boundary, drop a BOM, scan (SPEC §3.3-3.4)."""
+    """Cut at the cap, back off to a character boundary, drop a BOM, trim, scan."""
     cdef const unsigned char *data = <const unsigned char *>arena + out.offset
     cdef size_t end = out.nread
     cdef size_t floor
@@ -349,8 +361,10 @@ cdef void _plan(Outcome *out, const char *arena, size_t cap) noexcept nogil:
             end -= 1
     if end >= 3 and data[0] == 0xEF and data[1] == 0xBB and data[2] == 0xBF:
         start = 3
+    tnx_trim(data, &start, &end)
     out.body = out.offset + start
     out.body_len = end - start
+    out.decoded = False
     # Ill-formed text, and dense multi-byte text (Tamil, emoji, CJK) where
     # CPython's decoder is faster even holding the GIL, go to CPython.
     out.well_formed = tnx_utf8_scan(data + start, out.body_len, &out.nchars,
@@ -382,7 +396,7 @@ cdef Py_ssize_t _read_batch(const char **dirs, Py_ssize_t first, Py_ssize_t ndir
             if dirfd >= 0:
                 _read_entry(dirfd, names[i], policy, cap, arena, &used, out)
             else:
-                out.status = C_MISSING if (err == ENOENT or err == ENOTDIR) else C_UNREADABLE
+                out.status = MISSING if (err == ENOENT or err == ENOTDIR) else UNREADABLE
                 out.err = err
                 out.kind = 0
                 out.offset = 0
@@ -396,62 +410,173 @@ cdef Py_ssize_t _read_batch(const char **dirs, Py_ssize_t first, Py_ssize_t ndir
     return home
 
 
-cdef Py_ssize_t _make_texts(Outcome *outs, Py_ssize_t count, const char *arena,
-                            list keep) except -1:
-    """Allocate each present file's str (with the GIL); returns bytes left to fill.
+cdef Chars _chars(str text):
+    cdef Chars chars
+    chars.data = PyUnicode_DATA(text)
+    chars.kind = PyUnicode_KIND(text)
+    chars.length = <size_t>len(text)
+    chars.maxchar = PyUnicode_MAX_CHAR_VALUE(text)
+    return chars
 
-    Well-formed bodies get an empty str of the right size and width, filled
-    later without the GIL; ill-formed ones are decoded here by CPython, whose
-    U+FFFD replacement is the one the spec names.
-    """
-    cdef Py_ssize_t i
-    cdef Py_ssize_t pending = 0
+
+cdef class _Layout:
+    """The Python layout's strings, held as ``Chars`` for filling without the GIL."""
+
+    cdef tuple files
+    cdef tuple strings  # keeps the strings below alive
+    cdef Py_ssize_t count
+    cdef Chars *firsts
+    cdef Chars *nexts
+    cdef Chars notice
+
+    def __cinit__(self, layout, Py_ssize_t nnames):
+        files, firsts, nexts, notice = layout
+        self.files = tuple(files)
+        self.strings = (tuple(firsts), tuple(nexts), notice)
+        if not (len(self.files) == len(self.strings[0]) == len(self.strings[1]) == nnames):
+            raise ValueError("layout must have one file name and two heads per name")
+        for texts in (self.files, self.strings[0], self.strings[1], (notice,)):
+            for text in <tuple>texts:
+                if type(text) is not str:
+                    raise TypeError("layout must hold str only")
+        self.count = nnames
+        self.firsts = <Chars *>malloc((nnames + 1) * sizeof(Chars))
+        self.nexts = <Chars *>malloc((nnames + 1) * sizeof(Chars))
+        if self.firsts == NULL or self.nexts == NULL:
+            raise MemoryError()
+        for i in range(nnames):
+            self.firsts[i] = _chars(self.strings[0][i])
+            self.nexts[i] = _chars(self.strings[1][i])
+        self.notice = _chars(notice)
+
+    def __dealloc__(self):
+        free(self.firsts)
+        free(self.nexts)
+
+
+# The last layout made into a _Layout, with it. The Python layer hands in the
+# same few layouts again and again; holding it keeps its id from reuse.
+cdef tuple _last_layout = None
+
+
+cdef _Layout _layout_for(object layout, Py_ssize_t nnames):
+    global _last_layout
+    cdef tuple last = _last_layout
+    if last is not None and last[0] is layout and (<_Layout>last[1]).count == nnames:
+        return <_Layout>last[1]
+    plan = _Layout(layout, nnames)
+    _last_layout = (layout, plan)
+    return plan
+
+
+cdef size_t _size_soul(Outcome *outs, Py_ssize_t nnames, _Layout layout, const char *arena,
+                       list keep, uint32_t *maxchar) except? 0:
+    """Characters in one home's soul, and the widest; CPython decodes what is ill-formed."""
+    cdef size_t length = 0
+    cdef bint first = True
     cdef Outcome *out
-    for i in range(count):
-        out = &outs[i]
-        if out.status != C_PRESENT:
-            continue
-        if out.well_formed:
-            text = PyUnicode_New(<Py_ssize_t>out.nchars, out.maxchar)
-            out.dest = PyUnicode_DATA(text) if out.nchars else NULL
-            out.dest_kind = PyUnicode_KIND(text)
-            pending += <Py_ssize_t>out.body_len
-        else:
-            text = PyUnicode_DecodeUTF8(arena + out.body, <Py_ssize_t>out.body_len, "replace")
-            out.dest = NULL
-        keep.append(text)
-        out.text = <PyObject *>text
-    return pending
-
-
-cdef void _fill_texts(Outcome *outs, Py_ssize_t count, const char *arena) noexcept nogil:
+    cdef Chars head
     cdef Py_ssize_t i
-    for i in range(count):
-        if outs[i].status == C_PRESENT and outs[i].dest != NULL:
-            tnx_utf8_fill(<const unsigned char *>arena + outs[i].body, outs[i].body_len,
-                          outs[i].dest, outs[i].dest_kind, outs[i].maxchar)
+    maxchar[0] = 0
+    for i in range(nnames):
+        out = &outs[i]
+        if out.status != PRESENT:
+            continue
+        head = layout.firsts[i] if first else layout.nexts[i]
+        first = False
+        length += head.length
+        maxchar[0] = max(maxchar[0], head.maxchar)
+        if out.well_formed:
+            length += out.nchars
+            maxchar[0] = max(maxchar[0], out.maxchar)
+        else:
+            decoded = PyUnicode_DecodeUTF8(arena + out.body, <Py_ssize_t>out.body_len, "replace")
+            keep.append(decoded)
+            out.decoded = True
+            out.text = _chars(decoded)
+            length += out.text.length
+            maxchar[0] = max(maxchar[0], out.text.maxchar)
+        if out.truncated:
+            length += layout.notice.length
+            maxchar[0] = max(maxchar[0], layout.notice.maxchar)
+    return length
 
 
-cdef list _entries(Outcome *outs, Py_ssize_t nnames):
-    """One home's result tuples, once its texts are filled."""
-    cdef list results = []
+cdef size_t _put_chars(Target *target, size_t at, Chars chars) noexcept nogil:
+    tnx_copy_chars(chars.data, chars.kind, chars.length,
+                   <char *>target.data + at * <size_t>target.kind, target.kind)
+    return at + chars.length
+
+
+cdef void _fill_soul(Target *target, Outcome *outs, Py_ssize_t nnames, _Layout layout,
+                     const char *arena) noexcept nogil:
+    """Write one home's sections into its soul, in order: head, body, notice."""
+    cdef size_t at = 0
+    cdef bint first = True
     cdef Outcome *out
     cdef Py_ssize_t i
     for i in range(nnames):
         out = &outs[i]
-        if out.status == C_PRESENT:
-            results.append(
-                (PRESENT, 0, out.kind, out.nread, out.truncated, out.stable, <object>out.text)
-            )
-        elif out.status == C_MISSING and out.err == ENOENT:
-            results.append(_MISSING_ENOENT)
+        if out.status != PRESENT:
+            continue
+        at = _put_chars(target, at, layout.firsts[i] if first else layout.nexts[i])
+        first = False
+        if out.decoded:
+            at = _put_chars(target, at, out.text)
         else:
-            results.append((out.status, out.err, out.kind, 0, False, out.stable, None))
-    return results
+            tnx_utf8_fill(<const unsigned char *>arena + out.body, out.body_len,
+                          <char *>target.data + at * <size_t>target.kind, target.kind, out.maxchar)
+            at += out.nchars
+        if out.truncated:
+            at = _put_chars(target, at, layout.notice)
 
 
+cdef inline void _put(object read, Py_ssize_t index, object value):
+    Py_INCREF(value)  # PyTuple_SET_ITEM steals a reference
+    PyTuple_SET_ITEM(read, index, value)
+
+
+cdef object _file_read(object status, int err, int kind, size_t size, bint truncated, bint stable):
+    """A ``FileRead``, built in place: one allocation, no temporary tuple."""
+    cdef object read = PyType_GenericAlloc(FileRead, 6)
+    _put(read, 0, status)
+    _put(read, 1, err)
+    _put(read, 2, kind)
+    _put(read, 3, size)
+    _put(read, 4, truncated)
+    _put(read, 5, stable)
+    return read
+
+
+cdef tuple _composed(object soul, Outcome *outs, Py_ssize_t nnames, _Layout layout):
+    """One home's ``(soul, found, reads)``: the names present, a ``FileRead`` per name."""
+    cdef object reads = PyTuple_New(nnames)
+    cdef Py_ssize_t present = 0
+    cdef Outcome *out
+    cdef Py_ssize_t i
+    for i in range(nnames):
+        out = &outs[i]
+        if out.status == PRESENT:
+            _put(reads, i, _file_read(_PRESENT, 0, out.kind, out.nread, out.truncated, out.stable))
+            present += 1
+        elif out.status == MISSING and out.err == ENOENT:
+            _put(reads, i, _MISSING_ENOENT)
+        else:
+            _put(reads, i, _file_read(out.status, out.err, out.kind, 0, False, out.stable))
+    if present == 0:
+        return (soul, (), reads)
+    cdef object found = PyTuple_New(present)
+    present = 0
+    for i in range(nnames):
+        if outs[i].status == PRESENT:
+            _put(found, present, layout.files[i])
+            present += 1
+    return (soul, found, reads)
+
+
+_PRESENT = Status.PRESENT
 # The most common result of all, shared instead of built per call.
-_MISSING_ENOENT = (MISSING, ENOENT, 0, 0, False, True, None)
+_MISSING_ENOENT = FileRead(Status.MISSING, ENOENT, 0, 0, False, True)
 
 # One arena kept between calls so that large files do not fault in fresh
 # pages every time; taken and given back with the GIL held, so two threads
@@ -459,9 +584,56 @@ _MISSING_ENOENT = (MISSING, ENOENT, 0, 0, False, True, None)
 cdef Buffer _spare
 
 
-cdef list _read(list dirs, names, Py_ssize_t cap, int symlinks):
-    """Shared body of read_home and read_homes: a list of result lists."""
+cdef list _compose_batch(Outcome *outs, Py_ssize_t count, Py_ssize_t nnames, _Layout layout,
+                         const char *arena):
+    """The souls of ``count`` homes read into the arena: sized and allocated with the GIL,
+    filled without it when there is enough to fill."""
+    cdef list keep = []  # CPython's decodings of ill-formed bodies, until copied
+    cdef list homes = []
+    cdef Target *targets = <Target *>malloc((count + 1) * sizeof(Target))
+    cdef size_t length
+    cdef size_t pending = 0
+    cdef uint32_t maxchar
+    cdef Py_ssize_t home
+    if targets == NULL:
+        raise MemoryError()
+    try:
+        for home in range(count):
+            length = _size_soul(&outs[home * nnames], nnames, layout, arena, keep, &maxchar)
+            # Nobody sees a soul before this call returns: it is filled below.
+            soul = PyUnicode_New(<Py_ssize_t>length, maxchar)
+            homes.append(_composed(soul, &outs[home * nnames], nnames, layout))
+            targets[home].data = PyUnicode_DATA(soul)
+            targets[home].kind = PyUnicode_KIND(soul)
+            pending += length
+        if pending > NOGIL_FILL_BYTES:
+            with nogil:
+                for home in range(count):
+                    _fill_soul(&targets[home], &outs[home * nnames], nnames, layout, arena)
+        else:  # too little to be worth handing the GIL over
+            for home in range(count):
+                _fill_soul(&targets[home], &outs[home * nnames], nnames, layout, arena)
+    finally:
+        free(targets)
+    return homes
+
+
+def compose_homes(directories, names, Py_ssize_t cap, int symlinks, layout):
+    """Read each of ``names`` inside each directory and compose each directory's soul.
+
+    ``directories`` are filesystem paths as bytes; ``names`` plain file names
+    (no ``/``) as bytes; ``cap`` >= 1 the byte cap of each file; ``symlinks``
+    a ``Policy``. ``layout`` is ``(files, firsts, nexts, notice)``: per name
+    its text, the opening of its section as the first one and after another,
+    and the line that ends a body cut at the cap. Each file read is cut at
+    ``cap`` bytes (backed off to a character boundary), loses a leading BOM
+    and its White_Space at both ends, and is decoded as UTF-8 with U+FFFD
+    replacement. Returns, per directory, ``(soul, found, reads)``: the soul,
+    the names (from ``files``) of the files present, and one ``FileRead`` per
+    name. Never raises for a file's trouble: that is what the reads report.
+    """
     global _spare
+    cdef list dirs = list(directories)
     cdef tuple tnames = tuple(names)
     cdef Py_ssize_t nnames = len(tnames)
     cdef Py_ssize_t ndirs = len(dirs)
@@ -473,8 +645,6 @@ cdef list _read(list dirs, names, Py_ssize_t cap, int symlinks):
     cdef Outcome *outs = NULL
     cdef Buffer arena
     cdef list homes = []
-    cdef list keep
-    cdef Py_ssize_t pending
     if cap < 1:
         raise ValueError("cap must be >= 1")
     for name in tnames:
@@ -485,6 +655,7 @@ cdef list _read(list dirs, names, Py_ssize_t cap, int symlinks):
             raise TypeError(f"directories must be bytes, not {type(directory).__name__}")
         if b"\0" in <bytes>directory:
             raise ValueError("embedded null byte")
+    cdef _Layout plan = _layout_for(layout, nnames)
     arena = _spare
     _spare.data = NULL
     _spare.size = 0
@@ -500,19 +671,11 @@ cdef list _read(list dirs, names, Py_ssize_t cap, int symlinks):
             cnames[home] = <bytes>tnames[home]
         while first < ndirs:
             # All the I/O of a batch of homes runs without the GIL; it comes
-            # back only to decode, so threads overlap instead of taking turns.
+            # back only to size the souls, so threads overlap instead of taking turns.
             with nogil:
                 done = _read_batch(cdirs, first, ndirs, cnames, nnames, symlinks,
                                    <size_t>cap, &arena, outs)
-            keep = []
-            pending = _make_texts(&outs[first * nnames], (done - first) * nnames, arena.data, keep)
-            if pending > NOGIL_FILL_BYTES:
-                with nogil:
-                    _fill_texts(&outs[first * nnames], (done - first) * nnames, arena.data)
-            else:  # too little to be worth handing the GIL over
-                _fill_texts(&outs[first * nnames], (done - first) * nnames, arena.data)
-            for home in range(first, done):
-                homes.append(_entries(&outs[home * nnames], nnames))
+            homes.extend(_compose_batch(&outs[first * nnames], done - first, nnames, plan, arena.data))
             first = done
     finally:
         free(cdirs)
@@ -523,27 +686,3 @@ cdef list _read(list dirs, names, Py_ssize_t cap, int symlinks):
         else:
             free(arena.data)
     return homes
-
-
-def read_home(bytes directory, names, Py_ssize_t cap, int symlinks):
-    """Read each of ``names`` inside ``directory``, at most ``cap + 1`` bytes each.
-
-    ``directory`` is a filesystem path as bytes; ``names`` are plain file
-    names (no ``/``); ``cap`` >= 1 is the byte cap; ``symlinks`` is one of
-    FOLLOW, WITHIN, REFUSE, WITHIN_PORTABLE. Returns one tuple per name, in
-    order: ``(status, errno, file type bits, bytes read, truncated, stable,
-    text)``. ``text`` is the capped body, backed off to a character boundary,
-    without a leading BOM, decoded as UTF-8 with U+FFFD replacement; it is
-    None unless status is PRESENT. Never raises for a file's trouble: that is
-    what status and errno report.
-    """
-    return _read([directory], names, cap, symlinks)[0]
-
-
-def read_homes(directories, names, Py_ssize_t cap, int symlinks):
-    """``[read_home(d, names, cap, symlinks) for d in directories]``, in one call.
-
-    The compiled reader does the I/O of many homes without taking the GIL
-    back in between, which is what lets threads composing many homes overlap.
-    """
-    return _read(list(directories), names, cap, symlinks)

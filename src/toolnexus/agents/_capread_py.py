@@ -1,51 +1,61 @@
 """Pure-Python twin of the compiled ``_capread`` reader.
 
-Same function, same arguments, same results as ``_capread.pyx``; it is used
-when the extension is not built or ``TOOLNEXUS_SOUL_NO_EXTENSIONS=1`` is set.
-Everything that decides *what* a soul looks like lives in ``_compose``; this
-module only answers "what bytes does each bootstrap file hold, capped, and
-decoded", following SPEC §3.1-§3.4 and §4.
+Same functions, arguments, results and docstrings as ``_capread.pyx``; it is
+used when the extension is not built or ``TOOLNEXUS_SOUL_NO_EXTENSIONS=1`` is
+set. Everything that decides *what* a soul looks like (order, section heads,
+notice) is decided in ``_format`` and handed in as a layout; this module
+reads each file as ``docs/format.md`` says, cuts, trims and decodes its body,
+and joins the sections as the layout says.
 """
 
 from __future__ import annotations
 
+import enum
 import errno
 import os
+import re
 import stat
 import sys
 import time
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
-__all__ = [
-    "FOLLOW",
-    "MISSING",
-    "NOT_REGULAR",
-    "PRESENT",
-    "REFUSE",
-    "REFUSED",
-    "UNREADABLE",
-    "WITHIN",
-    "WITHIN_PORTABLE",
-    "Entry",
-    "read_home",
-    "read_homes",
-]
+__all__ = ["FileRead", "Layout", "Policy", "Status", "compose_homes"]
 
-# Status codes of an entry (first item of each result tuple).
-PRESENT = 0
-MISSING = 1
-NOT_REGULAR = 2
-UNREADABLE = 3
-REFUSED = 4
 
-# Symlink policies (the ``symlinks`` argument).
-FOLLOW = 0
-WITHIN = 1  # openat2(RESOLVE_BENEATH) where the kernel has it, else WITHIN_PORTABLE
-REFUSE = 2
-WITHIN_PORTABLE = 3  # the fallback of WITHIN, selectable directly so it can be tested
+class Status(enum.IntEnum):
+    """What the reader found at a name."""
 
-# (status, errno, file type bits, bytes read, truncated, stable, text)
-Entry = tuple[int, int, int, int, bool, bool, "str | None"]
+    PRESENT = 0
+    MISSING = 1
+    NOT_REGULAR = 2
+    UNREADABLE = 3
+    REFUSED = 4
+
+
+class Policy(enum.IntEnum):
+    """How the reader treats symlinks (the ``symlinks`` argument)."""
+
+    FOLLOW = 0
+    WITHIN = 1  # openat2(RESOLVE_BENEATH) where the kernel has it, else WITHIN_PORTABLE
+    REFUSE = 2
+    WITHIN_PORTABLE = 3  # the fallback of WITHIN, selectable directly so it can be tested
+
+
+class FileRead(NamedTuple):
+    """What the reader found at one name."""
+
+    status: Status
+    errno: int  # why it is not present (0 when it is)
+    kind: int  # the file type bits of st_mode, 0 when it could not be opened
+    size: int  # bytes read: at most cap + 1
+    truncated: bool  # more than cap bytes
+    stable: bool  # False only when the file kept changing under three reads
+
+
+# (files, firsts, nexts, notice): see compose_homes.
+Layout = tuple[Sequence[str], Sequence[str], Sequence[str], str]
+
 
 _PAGE = 4096
 _MAX_TRIES = 3
@@ -148,12 +158,18 @@ def _open_within_portable(dirfd: int, directory: bytes, name: bytes) -> int:
     return _open_nofollow(dirfd, directory, target)
 
 
+# Looking up an enum member costs about 70 ns on CPython 3.11; this runs per name.
+_FOLLOW, _WITHIN, _REFUSE = Policy.FOLLOW, Policy.WITHIN, Policy.REFUSE
+
+
 def _open_entry(dirfd: int, directory: bytes, name: bytes, symlinks: int) -> int:
-    if symlinks == FOLLOW:
+    if symlinks == _FOLLOW:
+        if dirfd >= 0:  # the usual case, without the detour through _open
+            return os.open(name, _FILE_FLAGS, dir_fd=dirfd)
         return _open(dirfd, directory, name, _FILE_FLAGS)
-    if symlinks == REFUSE:
+    if symlinks == _REFUSE:
         return _open_nofollow(dirfd, directory, name)
-    if symlinks == WITHIN and _openat2 is not None and dirfd >= 0:
+    if symlinks == _WITHIN and _openat2 is not None and dirfd >= 0:
         try:
             return _openat2(dirfd, name)
         except OSError as exc:
@@ -163,16 +179,16 @@ def _open_entry(dirfd: int, directory: bytes, name: bytes, symlinks: int) -> int
     return _open_within_portable(dirfd, directory, name)
 
 
-def _classify_open_error(err: int, symlinks: int) -> int:
+def _classify_open_error(err: int, symlinks: int) -> Status:
     if err in _ABSENT:
-        return MISSING
-    if err == errno.EXDEV and symlinks in (WITHIN, WITHIN_PORTABLE):
-        return REFUSED
-    if err in _SYMLINK_REFUSED and symlinks in (REFUSE, WITHIN_PORTABLE):
-        return REFUSED
+        return _MISSING
+    if err == errno.EXDEV and symlinks in (Policy.WITHIN, Policy.WITHIN_PORTABLE):
+        return Status.REFUSED
+    if err in _SYMLINK_REFUSED and symlinks in (Policy.REFUSE, Policy.WITHIN_PORTABLE):
+        return Status.REFUSED
     if err in (errno.ENXIO, errno.EOPNOTSUPP):  # a socket (Linux; macOS), or a driverless device
-        return NOT_REGULAR
-    return UNREADABLE
+        return Status.NOT_REGULAR
+    return Status.UNREADABLE
 
 
 def _read_capped(fd: int, want: int, size_hint: int) -> tuple[bytes | bytearray, bool]:
@@ -196,7 +212,7 @@ def _read_capped(fd: int, want: int, size_hint: int) -> tuple[bytes | bytearray,
 
 
 def _trusted(got: int, before: os.stat_result, one_read: bool) -> bool:
-    """Can a read be trusted without a second fstat? (SPEC §4)
+    """Can a read be trusted without a second fstat?
 
     Yes for one page, got by one read() call, no longer than fstat said.
     More than a page may span an in-place rewrite; so may a short read
@@ -233,11 +249,12 @@ def _same(a: os.stat_result, b: os.stat_result) -> bool:
     return (a.st_size, a.st_mtime_ns, a.st_ctime_ns) == (b.st_size, b.st_mtime_ns, b.st_ctime_ns)
 
 
-def _read_entry(fd: int, cap: int) -> Entry:
+def _read_entry(fd: int, cap: int) -> tuple[FileRead, bytes | bytearray | None]:
+    """What is at an open name, and the bytes it holds (up to ``cap + 1``) when present."""
     before = os.fstat(fd)
     kind = stat.S_IFMT(before.st_mode)
     if kind != stat.S_IFREG:
-        return (NOT_REGULAR, 0, kind, 0, False, True, None)
+        return FileRead(Status.NOT_REGULAR, 0, kind, 0, False, True), None
     data, one_read = _read_capped(fd, cap + 1, before.st_size)
     stable = _trusted(len(data), before, one_read)
     tries = 1
@@ -261,76 +278,155 @@ def _read_entry(fd: int, cap: int) -> Entry:
             stable = _trusted(len(data), before, one_read)
             tries += 1
     size = len(data)
-    truncated = size > cap
-    end = size
-    if truncated:
+    # tuple.__new__ skips the NamedTuple's Python-level __new__: this runs per file.
+    return _new_read(FileRead, (_PRESENT, 0, kind, size, size > cap, stable)), data
+
+
+_new_read = tuple.__new__
+_PRESENT = Status.PRESENT
+_MISSING = Status.MISSING
+# The most common result of all, shared instead of built per name.
+_MISSING_ENOENT = FileRead(_MISSING, errno.ENOENT, 0, 0, False, True)
+
+
+# One White_Space character in UTF-8, and the same reversed: the trim works on
+# bytes (see _capread_utf8.h for why that equals trimming the decoded text).
+_SPACE = rb"[\t-\r ]|\xc2[\x85\xa0]|\xe1\x9a\x80|\xe2\x80[\x80-\x8a\xa8\xa9\xaf]|\xe2\x81\x9f|\xe3\x80\x80"
+_SPACE_REVERSED = (
+    rb"[\t-\r ]|[\x85\xa0]\xc2|\x80\x9a\xe1|[\x80-\x8a\xa8\xa9\xaf]\x80\xe2|\x9f\x81\xe2|\x80\x80\xe3"
+)
+_LEADING_SPACE = re.compile(b"(?:" + _SPACE + b")*")
+_TRAILING_SPACE_REVERSED = re.compile(b"(?:" + _SPACE_REVERSED + b")*")
+_ASCII_SPACE = b"\t\n\x0b\x0c\r "
+# Bytes that can start or end a White_Space character.
+_SPACE_STARTS = frozenset([*_ASCII_SPACE, 0xC2, 0xE1, 0xE2, 0xE3])
+_SPACE_ENDS = frozenset([*_ASCII_SPACE, *range(0x80, 0xC0)])
+
+
+def _body(data: bytes | bytearray, cap: int) -> tuple[int, int]:
+    """Where the body lies in ``data``: cut at the cap, backed off, without BOM, trimmed."""
+    end = len(data)
+    if end > cap:
         end = cap
         floor = max(cap - 3, 0)
         while end > floor and data[end] & 0xC0 == 0x80:
             end -= 1
     start = 3 if end >= 3 and data.startswith(_BOM) else 0
-    text = str(memoryview(data)[start:end], "utf-8", "replace")
-    return (PRESENT, 0, kind, size, truncated, stable, text)
+    if start < end and data[start] in _SPACE_STARTS:
+        match = _LEADING_SPACE.match(data, start, end)
+        start = match.end() if match else start
+    # The end, through a window that grows until the run of White_Space found
+    # at its end stops inside it (3 bytes: the longest White_Space character).
+    window = 64
+    while end > start and data[end - 1] in _SPACE_ENDS:
+        low = max(start, end - window)
+        tail = data[low:end]
+        kept = tail.rstrip(_ASCII_SPACE)  # the usual case: a newline or two, and no more
+        if kept and kept[-1] >= 0x80:  # it may end in a multi-byte one
+            match = _TRAILING_SPACE_REVERSED.match(tail[::-1])
+            run = match.end() if match else 0
+        else:
+            run = len(tail) - len(kept)
+        if run + 3 < len(tail) or low == start:
+            return start, end - run
+        window *= 8
+    return start, end
 
 
-def read_home(directory: bytes, names: Sequence[bytes], cap: int, symlinks: int) -> list[Entry]:
-    """Read each of ``names`` inside ``directory``, at most ``cap + 1`` bytes each.
-
-    ``directory`` is a filesystem path as bytes; ``names`` are plain file
-    names (no ``/``); ``cap`` >= 1 is the byte cap; ``symlinks`` is one of
-    FOLLOW, WITHIN, REFUSE, WITHIN_PORTABLE. Returns one tuple per name, in
-    order: ``(status, errno, file type bits, bytes read, truncated, stable,
-    text)``. ``text`` is the capped body, backed off to a character boundary,
-    without a leading BOM, decoded as UTF-8 with U+FFFD replacement; it is
-    None unless status is PRESENT. Never raises for a file's trouble: that is
-    what status and errno report.
-    """
-    if cap < 1:
-        raise ValueError("cap must be >= 1")
-    if b"\0" in directory:
-        raise ValueError("embedded null byte")
-    for name in names:
-        if not isinstance(name, bytes):
-            raise TypeError(f"names must be bytes, not {type(name).__name__}")
+def _compose_home(
+    directory: bytes, names: Sequence[bytes], cap: int, symlinks: int, layout: Layout
+) -> tuple[str, tuple[str, ...], tuple[FileRead, ...]]:
+    """Read one home's files and compose its soul, as ``compose_homes`` says."""
+    files, firsts, nexts, notice = layout
     dirfd = -1
     if _HAVE_DIR_FD:
         try:
             dirfd = os.open(directory, _DIR_FLAGS)
         except OSError as exc:
             err = exc.errno or errno.EIO
-            status = MISSING if err in _ABSENT else UNREADABLE
-            return [(status, err, 0, 0, False, True, None) for _ in names]
+            status = _MISSING if err in _ABSENT else Status.UNREADABLE
+            return "", (), tuple(FileRead(status, err, 0, 0, False, True) for _ in names)
+    pieces: list[str] = []
+    found: list[str] = []
+    reads: list[FileRead] = []
     try:
-        results: list[Entry] = []
-        for name in names:
+        for index, name in enumerate(names):
             try:
                 fd = _open_entry(dirfd, directory, name, symlinks)
             except OSError as exc:
                 err = exc.errno or errno.EIO
-                results.append((_classify_open_error(err, symlinks), err, 0, 0, False, True, None))
+                if err == errno.ENOENT:
+                    reads.append(_MISSING_ENOENT)
+                else:
+                    reads.append(FileRead(_classify_open_error(err, symlinks), err, 0, 0, False, True))
                 continue
             try:
-                results.append(_read_entry(fd, cap))
+                read, data = _read_entry(fd, cap)
             except OSError as exc:
                 err = exc.errno or errno.EIO
-                results.append((UNREADABLE, err, stat.S_IFREG, 0, False, True, None))
+                read, data = FileRead(Status.UNREADABLE, err, stat.S_IFREG, 0, False, True), None
             finally:
                 os.close(fd)
-        return results
+            reads.append(read)
+            if data is None:
+                continue
+            found.append(files[index])
+            pieces.append(nexts[index] if pieces else firsts[index])
+            start, end = _body(data, cap)
+            pieces.append(str(memoryview(data)[start:end], "utf-8", "replace"))
+            if len(data) > cap:
+                pieces.append(notice)
     finally:
         if dirfd >= 0:
             os.close(dirfd)
+    return "".join(pieces), tuple(found), tuple(reads)
 
 
-def read_homes(
-    directories: Sequence[bytes], names: Sequence[bytes], cap: int, symlinks: int
-) -> list[list[Entry]]:
-    """``[read_home(d, names, cap, symlinks) for d in directories]``, in one call.
+def compose_homes(
+    directories: Sequence[bytes], names: Sequence[bytes], cap: int, symlinks: int, layout: Layout
+) -> list[tuple[str, tuple[str, ...], tuple[FileRead, ...]]]:
+    """Read each of ``names`` inside each directory and compose each directory's soul.
 
-    The compiled reader does the I/O of many homes without taking the GIL
-    back in between, which is what lets threads composing many homes overlap.
+    ``directories`` are filesystem paths as bytes; ``names`` plain file names
+    (no ``/``) as bytes; ``cap`` >= 1 the byte cap of each file; ``symlinks``
+    a ``Policy``. ``layout`` is ``(files, firsts, nexts, notice)``: per name
+    its text, the opening of its section as the first one and after another,
+    and the line that ends a body cut at the cap. Each file read is cut at
+    ``cap`` bytes (backed off to a character boundary), loses a leading BOM
+    and its White_Space at both ends, and is decoded as UTF-8 with U+FFFD
+    replacement. Returns, per directory, ``(soul, found, reads)``: the soul,
+    the names (from ``files``) of the files present, and one ``FileRead`` per
+    name. Never raises for a file's trouble: that is what the reads report.
     """
+    if cap < 1:
+        raise ValueError("cap must be >= 1")
+    for name in names:
+        if not isinstance(name, bytes):
+            raise TypeError(f"names must be bytes, not {type(name).__name__}")
     for directory in directories:
         if not isinstance(directory, bytes):
             raise TypeError(f"directories must be bytes, not {type(directory).__name__}")
-    return [read_home(directory, names, cap, symlinks) for directory in directories]
+        if b"\0" in directory:
+            raise ValueError("embedded null byte")
+    _check_layout(layout, len(names))
+    return [_compose_home(directory, names, cap, symlinks, layout) for directory in directories]
+
+
+# The last layout checked, and for how many names. The Python layer hands in
+# the same few layouts again and again; holding it keeps its id from reuse.
+_checked_layout: tuple[Layout, int] | None = None
+
+
+def _check_layout(layout: Layout, count: int) -> None:
+    global _checked_layout  # noqa: PLW0603 - a one-entry memo, replaced whole
+    checked = _checked_layout
+    if checked is not None and checked[0] is layout and checked[1] == count:
+        return
+    files, firsts, nexts, notice = layout
+    if not len(files) == len(firsts) == len(nexts) == count:
+        raise ValueError("layout must have one file name and two heads per name")
+    for texts in (files, firsts, nexts, (notice,)):
+        for text in texts:
+            if type(text) is not str:
+                raise TypeError("layout must hold str only")
+    _checked_layout = (layout, count)

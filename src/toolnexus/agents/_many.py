@@ -4,7 +4,7 @@ Homes are handed out in chunks, so the per-task cost of an executor is paid
 once per chunk, not once per home. Threads are the default: the compiled
 reader does a chunk's I/O and most of its decoding without the GIL. Any
 ``concurrent.futures.Executor`` works, a process pool included:
-``_compose_chunk`` and ``Soul`` pickle.
+``compose_homes``, its options and ``Soul`` pickle.
 
 The default threads are kept between calls, one pool per worker count:
 fresh threads would start with fresh malloc arenas and fault in every page
@@ -21,35 +21,18 @@ from collections.abc import Iterable
 from concurrent.futures import FIRST_EXCEPTION, Executor, Future, ThreadPoolExecutor, wait
 from typing import Final
 
-from . import _reader
-from ._compose import (
-    _NAMES,
-    MAX_BOOTSTRAP_FILE_BYTES,
-    SymlinkPolicy,
-    _dir_bytes,
-    check_options,
-    soul_from_entries,
-)
+from ._args import Options, PathArg, SymlinkPolicy, check_options, dir_bytes
 from ._compose import compose as _compose
+from ._compose import compose_homes
 from ._compose import compose_soul as _compose_soul
+from ._format import MAX_BOOTSTRAP_FILE_BYTES
 from ._report import Soul
 
 __all__ = ["acompose", "acompose_soul", "compose_many"]
 
-PathArg = str | bytes | os.PathLike[str] | os.PathLike[bytes]
-
 # Homes per task: large enough to hide an executor's per-task cost (tens of
 # µs), small enough that two workers finish close together.
 _CHUNK: Final = 64
-
-
-def _compose_chunk(
-    dirs: list[bytes], cap: int, policy: int, symlinks: SymlinkPolicy, strict: bool
-) -> list[Soul]:
-    # One reader call for the whole chunk: the compiled reader does all of its
-    # I/O without the GIL, so another worker assembles souls meanwhile.
-    homes = _reader.read_homes(dirs, _NAMES, cap, policy)
-    return [soul_from_entries(d, e, cap, symlinks, strict) for d, e in zip(dirs, homes, strict=True)]
 
 
 class _SharedPools:
@@ -100,10 +83,10 @@ def compose_many(
     paths = []
     for index, item in enumerate(dirs):
         try:
-            paths.append(_dir_bytes(item))
+            paths.append(dir_bytes(item))
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"dirs[{index}]: {exc}") from None
-    cap, policy = check_options(max_file_bytes, symlinks, strict)
+    options = check_options(max_file_bytes, symlinks, strict)
     if executor is not None and workers is not None:
         raise ValueError("give workers or executor, not both")
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
@@ -112,16 +95,16 @@ def compose_many(
         return []
     chunks = [paths[i : i + _CHUNK] for i in range(0, len(paths), _CHUNK)]
     pool = executor if executor is not None else _POOLS.get(workers or os.cpu_count() or 1)
-    return _run(pool, chunks, (cap, policy, symlinks, strict))
+    return _run(pool, chunks, options)
 
 
-def _run(
-    executor: Executor, chunks: list[list[bytes]], options: tuple[int, int, SymlinkPolicy, bool]
-) -> list[Soul]:
+def _run(executor: Executor, chunks: list[list[bytes]], options: Options) -> list[Soul]:
     futures: list[Future[list[Soul]]] = []
     try:
+        # One reader call per chunk: the compiled reader does all of its I/O
+        # without the GIL, so another worker assembles souls meanwhile.
         # extend() keeps what was submitted before a failing submit, to cancel it.
-        futures.extend(executor.submit(_compose_chunk, chunk, *options) for chunk in chunks)
+        futures.extend(executor.submit(compose_homes, chunk, options) for chunk in chunks)
         wait(futures, return_when=FIRST_EXCEPTION)
     finally:
         # After a failure (or an interrupt), cancel what has not started and

@@ -2,29 +2,91 @@
 
 Set ``TOOLNEXUS_SOUL_NO_EXTENSIONS`` to a non-empty value other than ``0``
 before import to force the pure-Python reader. ``ACCELERATED`` says which one
-was loaded; nothing else in the package needs to know.
+was loaded. The rest of the package calls ``compose_homes`` through this
+module, so ``use()`` can route it through either twin (the tests and
+benchmarks do, to compare them in one process). The twins speak the same
+vocabulary (``Status``, ``Policy``, ``FileRead``: a test checks it); the
+package imports it from here and never spells a code itself.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from types import ModuleType
+from typing import Final, Literal
 
 from . import _capread_py
+from ._capread_py import FileRead, Layout, Policy, Status
 
-__all__ = ["ACCELERATED", "NO_EXTENSIONS", "read_home", "read_homes"]
+__all__ = [
+    "ACCELERATED",
+    "NO_EXTENSIONS",
+    "READERS",
+    "Composed",
+    "FileRead",
+    "Layout",
+    "Policy",
+    "ReaderName",
+    "Status",
+    "compose_homes",
+    "load",
+    "use",
+    "using",
+]
 
-NO_EXTENSIONS = os.environ.get("TOOLNEXUS_SOUL_NO_EXTENSIONS", "") not in ("", "0")
+ReaderName = Literal["compiled", "pure"]
+READERS: Final[dict[ReaderName, str]] = {
+    "compiled": "toolnexus.agents._capread",
+    "pure": "toolnexus.agents._capread_py",
+}
 
-if NO_EXTENSIONS:
-    read_home = _capread_py.read_home
-    read_homes = _capread_py.read_homes
-    ACCELERATED = False
-else:
+NO_EXTENSIONS: Final = os.environ.get("TOOLNEXUS_SOUL_NO_EXTENSIONS", "") not in ("", "0")
+
+
+def load(name: ReaderName) -> ModuleType:
+    """Import one twin by name; a missing compiled build raises ImportError."""
+    return importlib.import_module(READERS[name])
+
+
+def _default() -> ModuleType:
+    if NO_EXTENSIONS:
+        return _capread_py
     try:
-        from ._capread import read_home, read_homes
+        return load("compiled")
     except ImportError:  # not built here: a source install without a compiler
-        read_home = _capread_py.read_home
-        read_homes = _capread_py.read_homes
-        ACCELERATED = False
-    else:
-        ACCELERATED = True
+        return _capread_py
+
+
+_module = _default()
+ACCELERATED: Final = _module is not _capread_py
+# (soul, found, reads) of one home, as the twins' compose_homes returns them.
+Composed = tuple[str, tuple[str, ...], tuple[FileRead, ...]]
+compose_homes: Callable[[Sequence[bytes], Sequence[bytes], int, int, Layout], list[Composed]]
+compose_homes = _module.compose_homes
+
+
+def use(name: ReaderName) -> ReaderName:
+    """Route the package through one twin from now on; returns the one it replaced.
+
+    For tests and benchmarks that compare the twins in one process: hosts
+    choose with ``TOOLNEXUS_SOUL_NO_EXTENSIONS`` instead. ``ACCELERATED``
+    keeps saying what was loaded at import.
+    """
+    global _module, compose_homes
+    module = load(name)
+    previous: ReaderName = "pure" if _module is _capread_py else "compiled"
+    _module, compose_homes = module, module.compose_homes
+    return previous
+
+
+@contextmanager
+def using(name: ReaderName) -> Iterator[ModuleType]:
+    """``use(name)`` for the length of a ``with`` block; yields the twin's module."""
+    previous = use(name)
+    try:
+        yield _module
+    finally:
+        use(previous)

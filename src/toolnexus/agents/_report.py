@@ -1,17 +1,32 @@
 """The report that ``compose()`` returns: ``Soul``, one ``FileReport`` per name.
 
-Plain immutable values, so a host can keep, compare, hash and log them.
+Plain immutable values, so a host can keep, compare, hash and log them; and
+``file_reports``, which turns the reader's ``FileRead`` results into them.
 """
 
 from __future__ import annotations
 
 import enum
+import errno as errnos
 import hashlib
-from dataclasses import dataclass, field
-from functools import cached_property
-from typing import NamedTuple
+import os
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
+from typing import Final, NamedTuple
 
-__all__ = ["BootstrapFileError", "FileReport", "FileStatus", "Soul"]
+from ._reader import FileRead, Status
+
+__all__ = [
+    "UNUSABLE",
+    "BootstrapFileError",
+    "FileReport",
+    "FileStatus",
+    "Soul",
+    "file_reports",
+    "raise_if_unusable",
+]
 
 
 class FileStatus(str, enum.Enum):
@@ -27,17 +42,16 @@ class FileStatus(str, enum.Enum):
         return self.value
 
 
-# Indexed by the readers' integer status codes (PRESENT = 0 ... REFUSED = 4).
-STATUS_BY_CODE = (
-    FileStatus.PRESENT,
-    FileStatus.MISSING,
-    FileStatus.NOT_REGULAR,
-    FileStatus.UNREADABLE,
-    FileStatus.REFUSED,
-)
+_FILE_STATUS: Final = {
+    Status.PRESENT: FileStatus.PRESENT,
+    Status.MISSING: FileStatus.MISSING,
+    Status.NOT_REGULAR: FileStatus.NOT_REGULAR,
+    Status.UNREADABLE: FileStatus.UNREADABLE,
+    Status.REFUSED: FileStatus.REFUSED,
+}
 
 # Statuses of an entry that exists but cannot be used: strict mode raises.
-UNUSABLE = frozenset({FileStatus.NOT_REGULAR, FileStatus.UNREADABLE, FileStatus.REFUSED})
+UNUSABLE: Final = frozenset({FileStatus.NOT_REGULAR, FileStatus.UNREADABLE, FileStatus.REFUSED})
 
 
 class FileReport(NamedTuple):
@@ -45,7 +59,7 @@ class FileReport(NamedTuple):
 
     ``size`` is the number of bytes read (at most ``max_file_bytes + 1``, so a
     truncated file reports ``cap + 1``); ``stable`` is False only when a file
-    larger than one page kept changing under three reads (SPEC §4); ``errno``
+    larger than one page kept changing under three reads; ``errno``
     and ``error`` explain any status other than present. A named tuple:
     immutable, and cheap enough to make seven of per soul.
     """
@@ -75,20 +89,63 @@ class FileReport(NamedTuple):
         }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False, eq=False, repr=False)
 class Soul:
     """A composed soul with the full per-file report.
 
     ``text`` is exactly what ``compose_soul`` returns as ``soul``; ``found``
     the present names in order; ``files`` one report per name of
     ``BOOTSTRAP_ORDER``; ``digest`` the hex SHA-256 of ``text`` as UTF-8.
+    Immutable, comparable, hashable and picklable. ``files`` and ``digest``
+    are computed when first asked for, so a host that only wants the text
+    does not pay for them.
     """
 
-    text: str = field(repr=False)
+    text: str
     found: tuple[str, ...]
-    files: tuple[FileReport, ...] = field(repr=False)
     max_file_bytes: int
     symlinks: str
+    # Where ``files`` comes from when it was not given: each name, and what the reader found there.
+    _source: tuple[Sequence[str], Sequence[FileRead]] | None = None
+
+    def __init__(
+        self,
+        text: str,
+        found: tuple[str, ...],
+        files: tuple[FileReport, ...],
+        max_file_bytes: int,
+        symlinks: str,
+    ) -> None:
+        self.__dict__.update(
+            text=text, found=found, files=files, max_file_bytes=max_file_bytes, symlinks=symlinks
+        )
+
+    @classmethod
+    def of_reads(
+        cls,
+        text: str,
+        found: tuple[str, ...],
+        reads: Sequence[FileRead],
+        *,
+        names: Sequence[str],
+        max_file_bytes: int,
+        symlinks: str,
+    ) -> Soul:
+        """The soul, with its reports still to be made from the reader's results."""
+        soul = cls.__new__(cls)
+        # Straight into __dict__: a frozen dataclass's own __init__ would cost
+        # more than the rest of composing a small home.
+        soul.__dict__.update(
+            text=text, found=found, max_file_bytes=max_file_bytes, symlinks=symlinks, _source=(names, reads)
+        )
+        return soul
+
+    @cached_property
+    def files(self) -> tuple[FileReport, ...]:
+        """One ``FileReport`` per name, in order."""
+        assert self._source is not None  # set whenever files was not given
+        names, reads = self._source
+        return file_reports(names, reads, self.symlinks)
 
     @cached_property
     def digest(self) -> str:
@@ -99,6 +156,25 @@ class Soul:
     def truncated(self) -> tuple[str, ...]:
         """Names of the files that were cut at the byte cap."""
         return tuple(f.name for f in self.files if f.truncated)
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.text, self.found, self.files, self.max_file_bytes, self.symlinks)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Soul):
+            return NotImplemented
+        return self is other or self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __reduce__(self) -> tuple[type[Soul], tuple[object, ...]]:
+        return (Soul, self._key())
+
+    def __repr__(self) -> str:
+        return (
+            f"Soul(found={self.found!r}, max_file_bytes={self.max_file_bytes!r}, symlinks={self.symlinks!r})"
+        )
 
     def __str__(self) -> str:
         return self.text
@@ -134,3 +210,60 @@ class BootstrapFileError(OSError):
 
     def __str__(self) -> str:
         return f"{self.filename}: {self.report.status.value}: {self.strerror}"
+
+
+_KIND_NAMES: Final = {
+    stat.S_IFDIR: "is a directory",
+    stat.S_IFIFO: "is a FIFO",
+    stat.S_IFCHR: "is a character device",
+    stat.S_IFBLK: "is a block device",
+    stat.S_IFSOCK: "is a socket",
+    stat.S_IFLNK: "is a symlink",
+}
+
+
+def _describe(status: FileStatus, read: FileRead, symlinks: str) -> str:
+    """The error text of a file that is not present."""
+    if status is FileStatus.REFUSED:
+        if symlinks == "refuse":
+            return "is a symlink (symlinks='refuse')"
+        return "resolves outside the directory (symlinks='within')"
+    if status is FileStatus.NOT_REGULAR and read.kind:
+        return _KIND_NAMES.get(read.kind, f"is not a regular file (mode {read.kind:#o})")
+    return os.strerror(read.errno) if read.errno else status.value
+
+
+@lru_cache(maxsize=64)
+def _absent(name: str) -> FileReport:
+    # A missing file's report is the same every time: one per name.
+    return FileReport(name, FileStatus.MISSING, errno=errnos.ENOENT, error=os.strerror(errnos.ENOENT))
+
+
+_new_report = tuple.__new__  # skips FileReport's Python-level __new__: half the cost
+_PRESENT: Final = Status.PRESENT
+_MISSING: Final = Status.MISSING
+_ENOENT: Final = errnos.ENOENT
+
+
+def file_reports(names: Sequence[str], reads: Sequence[FileRead], symlinks: str) -> tuple[FileReport, ...]:
+    """One ``FileReport`` per name, from the reader's results for those names."""
+    reports = []
+    for name, read in zip(names, reads, strict=True):
+        status, err, _, size, truncated, stable = read
+        if status == _PRESENT:
+            report = _new_report(FileReport, (name, FileStatus.PRESENT, size, truncated, stable, None, None))
+        elif status == _MISSING and err == _ENOENT:
+            report = _absent(name)
+        else:
+            file_status = _FILE_STATUS[status]
+            error = _describe(file_status, read, symlinks)
+            report = FileReport(name, file_status, 0, False, stable, err or None, error)
+        reports.append(report)
+    return tuple(reports)
+
+
+def raise_if_unusable(path: bytes, files: Sequence[FileReport]) -> None:
+    """Strict mode: raise BootstrapFileError for the first file that exists but cannot be used."""
+    for report in files:
+        if report.status in UNUSABLE:
+            raise BootstrapFileError(os.path.join(os.fsdecode(path), report.name), report)

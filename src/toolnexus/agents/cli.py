@@ -18,7 +18,8 @@ from contextlib import nullcontext
 from typing import TextIO
 
 from . import ACCELERATED, __version__
-from ._compose import MAX_BOOTSTRAP_FILE_BYTES, compose
+from ._compose import compose
+from ._format import MAX_BOOTSTRAP_FILE_BYTES
 from ._many import compose_many
 from ._report import UNUSABLE, BootstrapFileError, FileStatus, Soul
 

@@ -1,91 +1,78 @@
-/* Platform shims and the UTF-8 decoder of the compiled reader.
+/* UTF-8 for the compiled reader: trim, scan, fill, copy.
  *
- * Everything here is plain C that runs without the GIL: opening with
- * openat2 where the kernel has it, nanosecond timestamps on Linux and macOS,
- * and a two-pass decoder for well-formed UTF-8 (scan, then fill a str that
- * CPython allocated). Ill-formed input is left to CPython's own decoder, so
- * U+FFFD replacement is exactly CPython's. */
-#ifndef TOOLNEXUS_CAPREAD_C_H
-#define TOOLNEXUS_CAPREAD_C_H
+ * Trim: White_Space at either end of a body, removed at the byte level
+ * (each such character has one UTF-8 encoding, and none of its bytes can be
+ * taken into a neighbouring sequence, so this equals trimming the decoded
+ * text). Scan and fill: a two-pass decoder for well-formed UTF-8 (check,
+ * count characters, find the widest; then write them into a str that
+ * CPython allocated with that size and width). Copy: characters of one str
+ * into a wider or equal one. Plain C that runs without the GIL. Ill-formed
+ * input is left to CPython's own decoder, so U+FFFD replacement is exactly
+ * CPython's. */
+#ifndef TOOLNEXUS_CAPREAD_UTF8_H
+#define TOOLNEXUS_CAPREAD_UTF8_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <sys/types.h>
-#include <sched.h>
-#include <time.h>
-#include <unistd.h>
-#if defined(__linux__)
-#include <sys/syscall.h>
-#endif
 
-#ifndef O_CLOEXEC
-#define O_CLOEXEC 0
-#endif
-#ifndef O_NOCTTY
-#define O_NOCTTY 0
-#endif
-#ifndef O_DIRECTORY
-#define O_DIRECTORY 0
-#endif
-/* O_PATH needs only search permission on the directory, as a path does. */
-#ifdef O_PATH
-#define TNX_DIR_FLAGS (O_PATH | O_DIRECTORY | O_CLOEXEC)
-#else
-#define TNX_DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-#endif
-#define TNX_FILE_FLAGS (O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
+/* ---- trim --------------------------------------------------------------- */
 
-/* openat2 has one number on the Linux ABIs that lack the constant in
-   older headers; the odd ones out keep the portable fallback. */
-#if defined(__linux__) && !defined(SYS_openat2) && !defined(__alpha__) \
-    && !defined(__mips__) && !defined(__ia64__)
-#define SYS_openat2 437
-#endif
-
-static int tnx_openat2_beneath(int dirfd, const char *name) {
-#if defined(__linux__) && defined(SYS_openat2)
-    /* struct open_how; RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS */
-    struct { unsigned long long flags, mode, resolve; } how;
-    how.flags = TNX_FILE_FLAGS;
-    how.mode = 0;
-    how.resolve = 0x08 | 0x02;
-    return (int)syscall(SYS_openat2, dirfd, name, &how, sizeof how);
-#else
-    (void)dirfd; (void)name;
-    errno = ENOSYS;
-    return -1;
-#endif
+/* The length of the White_Space character that s[0:n] starts with, or 0:
+ * U+0009..U+000D, U+0020, U+0085, U+00A0, U+1680, U+2000..U+200A, U+2028,
+ * U+2029, U+202F, U+205F, U+3000. */
+static size_t tnx_space_at(const unsigned char *s, size_t n) {
+    unsigned int c = s[0];
+    if (c == 0x20 || (c >= 0x09 && c <= 0x0D)) return 1;
+    if (c == 0xC2) return n >= 2 && (s[1] == 0x85 || s[1] == 0xA0) ? 2 : 0;
+    if (n < 3) return 0;
+    if (c == 0xE1) return s[1] == 0x9A && s[2] == 0x80 ? 3 : 0;
+    if (c == 0xE2) {
+        if (s[1] == 0x80) {
+            unsigned int d = s[2];
+            return (d >= 0x80 && d <= 0x8A) || d == 0xA8 || d == 0xA9 || d == 0xAF ? 3 : 0;
+        }
+        return s[1] == 0x81 && s[2] == 0x9F ? 3 : 0;
+    }
+    if (c == 0xE3) return s[1] == 0x80 && s[2] == 0x80 ? 3 : 0;
+    return 0;
 }
 
-static void tnx_set_errno(int err) { errno = err; }
-
-/* A change this recent may share its timestamps with the next one: the
- * kernel stamps files from a clock that ticks every 1-10 ms. */
-#define RECENT_NS 100000000LL
-
-static long long tnx_ns(struct timespec ts) {
-    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+/* The length of the White_Space character that s[0:n] ends with, or 0. */
+static size_t tnx_space_before(const unsigned char *s, size_t n) {
+    unsigned int c = s[n - 1];
+    if (c == 0x20 || (c >= 0x09 && c <= 0x0D)) return 1;
+    if (c < 0x80 || c > 0xBF) return 0;  /* a multi-byte one ends in a continuation byte */
+    if (n >= 2 && s[n - 2] == 0xC2) return c == 0x85 || c == 0xA0 ? 2 : 0;
+    return n >= 3 && tnx_space_at(s + n - 3, 3) == 3 ? 3 : 0;
 }
 
-static long long tnx_now_ns(void) {
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    return tnx_ns(now);
+/* Narrow [*start, *end) of s to leave out White_Space at both ends. */
+static void tnx_trim(const unsigned char *s, size_t *start, size_t *end) {
+    size_t a = *start, b = *end, k;
+    while (a < b && (k = tnx_space_at(s + a, b - a)) != 0) a += k;
+    while (b > a && (k = tnx_space_before(s + a, b - a)) != 0) b -= k;
+    *start = a;
+    *end = b;
 }
 
-/* st_mtim and st_ctim are st_mtimespec and st_ctimespec on macOS. */
-#if defined(__APPLE__)
-static long long tnx_mtime_ns(const struct stat *st) { return tnx_ns(st->st_mtimespec); }
-static long long tnx_ctime_ns(const struct stat *st) { return tnx_ns(st->st_ctimespec); }
-#else
-static long long tnx_mtime_ns(const struct stat *st) { return tnx_ns(st->st_mtim); }
-static long long tnx_ctime_ns(const struct stat *st) { return tnx_ns(st->st_ctim); }
-#endif
+/* ---- copy ---------------------------------------------------------------- */
 
-/* ---- UTF-8 ------------------------------------------------------------- */
+/* n characters of width from_kind at src, to width to_kind (>= from_kind) at dst. */
+static void tnx_copy_chars(const void *src, int from_kind, size_t n, void *dst, int to_kind) {
+    size_t i;
+    if (from_kind == to_kind) {
+        memcpy(dst, src, n * (size_t)to_kind);
+    } else if (from_kind == 1 && to_kind == 2) {
+        for (i = 0; i < n; i++) ((uint16_t *)dst)[i] = ((const uint8_t *)src)[i];
+    } else if (from_kind == 1) {
+        for (i = 0; i < n; i++) ((uint32_t *)dst)[i] = ((const uint8_t *)src)[i];
+    } else {
+        for (i = 0; i < n; i++) ((uint32_t *)dst)[i] = ((const uint16_t *)src)[i];
+    }
+}
+
+/* ---- scan and fill ------------------------------------------------------- */
 
 #if defined(__SSE2__) || defined(_M_X64)
 #include <emmintrin.h>
@@ -230,9 +217,11 @@ TNX_UTF8_FILL(tnx_utf8_fill1, uint8_t, tnx_widen16_1)
 TNX_UTF8_FILL(tnx_utf8_fill2, uint16_t, tnx_widen16_2)
 TNX_UTF8_FILL(tnx_utf8_fill4, uint32_t, tnx_widen16_4)
 
+/* Decode well-formed s[0:n], whose widest character is maxchar, into out,
+ * whose characters are kind (1, 2 or 4) bytes wide. */
 static void tnx_utf8_fill(const unsigned char *s, size_t n, void *out, int kind, uint32_t maxchar) {
-    if (maxchar < 0x80) {
-        memcpy(out, s, n); /* all ASCII: the bytes are the characters */
+    if (maxchar < 0x80 && kind == 1) {
+        memcpy(out, s, n); /* all ASCII into a 1-byte str: the bytes are the characters */
     } else if (kind == 1) {
         tnx_utf8_fill1(s, n, (uint8_t *)out);
     } else if (kind == 2) {
@@ -242,4 +231,4 @@ static void tnx_utf8_fill(const unsigned char *s, size_t n, void *out, int kind,
     }
 }
 
-#endif /* TOOLNEXUS_CAPREAD_C_H */
+#endif /* TOOLNEXUS_CAPREAD_UTF8_H */
