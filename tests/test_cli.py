@@ -129,9 +129,16 @@ def test_check_fails_for_unusable_files(home: Path, capsys: Capture) -> None:
 
 
 def test_check_fails_for_a_missing_directory(tmp_path: Path, capsys: Capture) -> None:
-    code, out, _ = run(["check", str(tmp_path / "absent")], capsys)
-    assert code == 1
-    assert out.splitlines()[0] == f"{tmp_path / 'absent'}  (not a directory)"
+    (tmp_path / "plain").write_text("a file")
+    (tmp_path / "home").mkdir()
+    argv = ["check", str(tmp_path / "absent"), str(tmp_path / "plain"), str(tmp_path / "home")]
+    code, out, err = run(argv, capsys)
+    assert (code, err) == (1, "")
+    assert out.splitlines()[:3] == [
+        f"{tmp_path / 'absent'}  (no such directory)",
+        f"{tmp_path / 'plain'}  (not a directory)",
+        f"{tmp_path / 'home'}",
+    ]
 
 
 def test_check_several_directories(tmp_path: Path, capsys: Capture) -> None:
@@ -229,7 +236,7 @@ def test_batch_from_file_and_stdin(tmp_path: Path, capsys: Capture, monkeypatch:
         str(tmp_path / "b"),
     ]
     assert "text" not in json.loads(stdout.splitlines()[0])
-    monkeypatch.setattr("sys.stdin", io.StringIO(f"{tmp_path / 'b'}\n"))
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(os.fsencode(tmp_path / "b") + b"\r\n")))
     code, stdout, _ = run(["batch", str(tmp_path / "a"), "--from-file", "-", "--workers", "1"], capsys)
     assert code == 0
     assert [json.loads(line)["text"] for line in stdout.splitlines()] == [
@@ -245,9 +252,9 @@ def test_batch_reports_problems(home: Path, capsys: Capture) -> None:
     assert json.loads(stdout)["problems"] == [
         {"name": "SOUL.md", "status": "not a regular file", "error": "is a directory"}
     ]
-    code, stdout, stderr = run(["batch", str(home), "--strict"], capsys)
-    assert (code, stdout) == (1, "")
-    assert stderr == f"toolnexus-soul: {home}/SOUL.md: not a regular file: is a directory\n"
+    code, strict_out, stderr = run(["batch", str(home), "--strict"], capsys)
+    assert (code, strict_out) == (1, stdout)
+    assert stderr.splitlines()[0] == f"toolnexus-soul: {home}/SOUL.md: not a regular file: is a directory"
 
 
 def test_batch_usage_errors(home: Path, capsys: Capture) -> None:

@@ -88,7 +88,7 @@ def test_empty_file_alone(home: Path, write: Writer) -> None:
     assert compose_soul(home) == ("## SOUL.md\n\n", ["SOUL.md"])
 
 
-# ---- §3.5 trim -------------------------------------------------------------
+# ---- trim (docs/format.md, section 6) ---------------------------------------
 
 WHITE_SPACE = [
     *map(chr, range(0x09, 0x0E)),
@@ -125,7 +125,7 @@ def test_the_trim_set_is_exactly_unicode_white_space() -> None:
     assert sorted(WHITESPACE) == sorted(WHITE_SPACE)
 
 
-# ---- §3.4 BOM and decoding ------------------------------------------------
+# ---- BOM and decoding (sections 4 and 5) -----------------------------------
 
 
 @pytest.mark.parametrize(
@@ -149,7 +149,7 @@ def test_bom_and_lossy_decoding(home: Path, write: Writer, content: bytes, body:
     assert compose_soul(home) == (f"## SOUL.md\n\n{body}", ["SOUL.md"])
 
 
-# ---- §3.3 cap and back-off, §3.6 notice ------------------------------------
+# ---- cap and back-off, notice (sections 3 and 7) ---------------------------
 
 
 @pytest.mark.parametrize(

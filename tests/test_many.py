@@ -7,6 +7,7 @@ import multiprocessing
 import os
 import re
 import signal
+import sys
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
@@ -92,10 +93,43 @@ def test_bad_items_are_named_by_index(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    ("dirs", "message"),
+    [
+        ("abc", "dirs must be an iterable of paths, not a single path (str)"),
+        (b"abc", "dirs must be an iterable of paths, not a single path (bytes)"),
+        (Path("abc"), "dirs must be an iterable of paths, not a single path (PosixPath)"),
+        (None, "dirs must be an iterable of paths, not NoneType"),
+        (42, "dirs must be an iterable of paths, not int"),
+    ],
+)
+def test_dirs_must_be_many_paths(dirs: object, message: str) -> None:
+    if isinstance(dirs, Path) and sys.platform == "win32":
+        message = message.replace("PosixPath", "WindowsPath")
+    with pytest.raises(TypeError) as caught:
+        compose_many(dirs)  # type: ignore[arg-type]
+    assert str(caught.value) == message
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"workers": True}, TypeError, "workers must be an int, not bool"),
+        ({"workers": 1.5}, TypeError, "workers must be an int, not float"),
+        ({"executor": "x"}, TypeError, "executor must be a concurrent.futures.Executor, not str"),
+    ],
+)
+def test_bad_option_types(
+    tmp_path: Path, kwargs: dict[str, object], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error) as caught:
+        compose_many([tmp_path], **kwargs)  # type: ignore[arg-type]
+    assert str(caught.value) == message
+
+
+@pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"workers": 0}, "workers must be an int >= 1, got 0"),
-        ({"workers": True}, "workers must be an int >= 1, got True"),
+        ({"workers": 0}, "workers must be >= 1, got 0"),
         ({"workers": 2, "executor": ThreadPoolExecutor(1)}, "give workers or executor, not both"),
         ({"max_file_bytes": 0}, "max_file_bytes must be between 1 and 9223372036854775806, got 0"),
         ({"symlinks": "maybe"}, "symlinks must be 'follow', 'within' or 'refuse', got 'maybe'"),

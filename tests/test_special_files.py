@@ -1,4 +1,4 @@
-"""SPEC §3.1 and §4: what is not a readable regular file is not present."""
+"""What is not a readable regular file is not present (docs/format.md, section 1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SPEC §4: any number of threads may compose at once."""
+"""Any number of threads may compose at once."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from concurrent.futures import FIRST_EXCEPTION, Executor, Future, ThreadPoolExecutor, wait
 from typing import Final
 
-from ._args import Options, PathArg, SymlinkPolicy, check_options, dir_bytes
+from ._args import Options, PathArg, SymlinkPolicy, check_int, check_options, dir_bytes
 from ._compose import compose as _compose
 from ._compose import compose_homes
 from ._compose import compose_soul as _compose_soul
@@ -80,22 +80,37 @@ def compose_many(
     failure in input order is raised; its message names the file and so the
     directory.
     """
-    paths = []
-    for index, item in enumerate(dirs):
-        try:
-            paths.append(dir_bytes(item))
-        except (TypeError, ValueError) as exc:
-            raise type(exc)(f"dirs[{index}]: {exc}") from None
+    paths = _paths(dirs)
     options = check_options(max_file_bytes, symlinks, strict)
     if executor is not None and workers is not None:
         raise ValueError("give workers or executor, not both")
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
-        raise ValueError(f"workers must be an int >= 1, got {workers!r}")
+    if workers is not None:
+        workers = check_int(workers, "workers", 1)
+    if executor is not None and not isinstance(executor, Executor):
+        raise TypeError(f"executor must be a concurrent.futures.Executor, not {type(executor).__name__}")
     if not paths:
         return []
     chunks = [paths[i : i + _CHUNK] for i in range(0, len(paths), _CHUNK)]
     pool = executor if executor is not None else _POOLS.get(workers or os.cpu_count() or 1)
     return _run(pool, chunks, options)
+
+
+def _paths(dirs: object) -> list[bytes]:
+    """``dirs`` as checked paths; a single path, or no iterable at all, is a TypeError."""
+    if isinstance(dirs, (str, bytes, os.PathLike)):
+        # A str is iterable: "abc" would compose three homes a, b and c.
+        raise TypeError(f"dirs must be an iterable of paths, not a single path ({type(dirs).__name__})")
+    try:
+        items = iter(dirs)  # type: ignore[call-overload]
+    except TypeError:
+        raise TypeError(f"dirs must be an iterable of paths, not {type(dirs).__name__}") from None
+    paths = []
+    for index, item in enumerate(items):
+        try:
+            paths.append(dir_bytes(item))
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"dirs[{index}]: {exc}") from None
+    return paths
 
 
 def _run(executor: Executor, chunks: list[list[bytes]], options: Options) -> list[Soul]:

@@ -1,0 +1,61 @@
+"""Every example table of docs/format.md holds, on both readers.
+
+Tables follow an HTML comment ``<!-- format-examples: bodies -->`` (one
+``MEMORY.md`` per row: its bytes, the cap, the section body) or
+``<!-- format-examples: homes -->`` (a whole home per row: names to bytes,
+``None`` for a directory; the cap; the soul). Cells are Python literals.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from toolnexus.agents import compose_soul
+
+FORMAT = Path(__file__).resolve().parents[1] / "docs" / "format.md"
+TABLE = re.compile(r"<!-- format-examples: (\w+) -->\n\|[^\n]*\n\|[^\n]*\n((?:\|[^\n]*\n)+)")
+
+
+def examples(kind: str) -> list[tuple[str, ...]]:
+    rows = []
+    for match in TABLE.finditer(FORMAT.read_text(encoding="utf-8")):
+        if match.group(1) == kind:
+            for line in match.group(2).splitlines():
+                cells = [cell.strip().strip("`") for cell in line.strip().strip("|").split(" | ")]
+                rows.append(tuple(cells))
+    return rows
+
+
+@pytest.mark.reader_independent
+def test_the_page_has_examples() -> None:
+    assert len(examples("bodies")) == 17
+    assert len(examples("homes")) == 3
+
+
+@pytest.mark.parametrize(("data", "cap", "body"), examples("bodies"))
+def test_body_examples(home: Path, data: str, cap: str, body: str) -> None:
+    content = ast.literal_eval(data)
+    assert isinstance(content, bytes)
+    (home / "MEMORY.md").write_bytes(content)
+    assert compose_soul(home, max_file_bytes=int(cap)) == (
+        "## MEMORY.md\n\n" + str(ast.literal_eval(body)),
+        ["MEMORY.md"],
+    )
+
+
+@pytest.mark.parametrize(("files", "cap", "soul"), examples("homes"))
+def test_home_examples(home: Path, files: str, cap: str, soul: str) -> None:
+    layout = ast.literal_eval(files)
+    assert isinstance(layout, dict)
+    for name, content in layout.items():
+        if content is None:
+            (home / name).mkdir()
+        else:
+            (home / name).write_bytes(content)
+    text, found = compose_soul(home, max_file_bytes=int(cap))
+    assert text == ast.literal_eval(soul)
+    assert found == [line[3:] for line in text.split("\n") if line.startswith("## ")]
