@@ -18,6 +18,7 @@ from floor import DecodeFloor, SyscallFloor
 from scenarios import baseline_compose_soul, make_empty, make_large, make_typical
 from toolnexus.agents import (
     MAX_BOOTSTRAP_FILE_BYTES,
+    Budget,
     SoulCache,
     _cache,
     _reader,
@@ -104,6 +105,19 @@ def test_many(
         assert cache.stats.misses == len(dirs)
     else:
         benchmark(lambda: compose_many(dirs, workers=2))
+
+
+@pytest.mark.parametrize("kind", READERS)
+@pytest.mark.parametrize("budget", [None, Budget(total=20_000)], ids=["no budget", "total 20,000"])
+def test_budget(
+    benchmark: BenchmarkFixture,
+    scenario_dirs: dict[str, list[str]],
+    kind: _reader.ReaderName,
+    budget: Budget | None,
+) -> None:
+    benchmark.group = "budget (large)"
+    with _reader.using(kind):
+        benchmark(_over(lambda d: compose(d, budget=budget), scenario_dirs["large"]))
 
 
 def test_all_contenders_compose_the_same_souls(scenario_dirs: dict[str, list[str]]) -> None:

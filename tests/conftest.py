@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from toolnexus.agents import _reader
 from toolnexus.agents._capread_py import FileRead
@@ -27,6 +28,14 @@ from toolnexus.agents._format import layout
 WITHOUT_EXTENSION = sys.platform == "win32"
 needs_extension = pytest.mark.skipif(WITHOUT_EXTENSION, reason="the compiled reader is POSIX-only")
 READERS = (pytest.param("compiled", marks=needs_extension), "pure")
+
+# Hypothesis profiles, chosen with TOOLNEXUS_SOUL_FUZZ: "ci" (the default,
+# quick) or "long" (many more examples, for a fuzzing session).
+settings.register_profile("ci", max_examples=300, deadline=None)
+settings.register_profile(
+    "long", max_examples=20_000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile(os.environ.get("TOOLNEXUS_SOUL_FUZZ", "ci"))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

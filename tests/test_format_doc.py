@@ -1,9 +1,11 @@
 """Every example table of docs/format.md holds, on both readers.
 
 Tables follow an HTML comment ``<!-- format-examples: bodies -->`` (one
-``MEMORY.md`` per row: its bytes, the cap, the section body) or
+``MEMORY.md`` per row: its bytes, the cap, the section body),
 ``<!-- format-examples: homes -->`` (a whole home per row: names to bytes,
-``None`` for a directory; the cap; the soul). Cells are Python literals.
+``None`` for a directory; the cap; the soul) or ``<!-- format-examples:
+budgets -->`` (a home, a budget's fields, the soul). Cells are Python
+literals.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from toolnexus.agents import compose_soul
+from toolnexus.agents import Budget, compose, compose_soul
 
 FORMAT = Path(__file__).resolve().parents[1] / "docs" / "format.md"
 TABLE = re.compile(r"<!-- format-examples: (\w+) -->\n\|[^\n]*\n\|[^\n]*\n((?:\|[^\n]*\n)+)")
@@ -34,6 +36,7 @@ def examples(kind: str) -> list[tuple[str, ...]]:
 def test_the_page_has_examples() -> None:
     assert len(examples("bodies")) == 17
     assert len(examples("homes")) == 3
+    assert len(examples("budgets")) == 3
 
 
 @pytest.mark.parametrize(("data", "cap", "body"), examples("bodies"))
@@ -59,3 +62,11 @@ def test_home_examples(home: Path, files: str, cap: str, soul: str) -> None:
     text, found = compose_soul(home, max_file_bytes=int(cap))
     assert text == ast.literal_eval(soul)
     assert found == [line[3:] for line in text.split("\n") if line.startswith("## ")]
+
+
+@pytest.mark.parametrize(("files", "budget", "soul"), examples("budgets"))
+def test_budget_examples(home: Path, files: str, budget: str, soul: str) -> None:
+    for name, content in ast.literal_eval(files).items():
+        (home / name).write_bytes(content)
+    composed = compose(home, budget=Budget(**ast.literal_eval(budget)))
+    assert composed.text == ast.literal_eval(soul)

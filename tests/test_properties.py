@@ -1,7 +1,6 @@
 """Hypothesis: both readers agree with each other and with docs/format.md on anything.
 
-The profile is chosen with ``TOOLNEXUS_SOUL_FUZZ`` (``ci``: the default,
-quick; ``long``: many more examples for a fuzzing session).
+The profile is chosen with ``TOOLNEXUS_SOUL_FUZZ`` (see conftest.py).
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import WITHOUT_EXTENSION, compose_files
@@ -20,16 +19,12 @@ from spec_reference import BOOTSTRAP_ORDER, WHITE_SPACE, body_text, compose_layo
 from toolnexus.agents import _reader, compose_soul
 from toolnexus.agents._reader import FileRead, Status
 
-settings.register_profile("ci", max_examples=300, deadline=None)
-settings.register_profile(
-    "long", max_examples=20_000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
-settings.load_profile(os.environ.get("TOOLNEXUS_SOUL_FUZZ", "ci"))
-
 if WITHOUT_EXTENSION:
     pytest.skip("the compiled reader is POSIX-only", allow_module_level=True)
 # Each example runs on both twins side by side, so each test runs once.
 pytestmark = pytest.mark.reader_independent
+COMPILED = _reader.load("compiled")
+PURE = _reader.load("pure")
 
 # Bytes that stress the rules: UTF-8 lead and continuation bytes, BOM pieces,
 # white space in one and several bytes, and the odd invalid byte.
@@ -142,3 +137,31 @@ def test_trimming_bytes_equals_trimming_text(lead: str, middle: bytes, trail: st
     # trims the decoded text. Any bytes between runs of White_Space, any cap.
     data = lead.encode() + middle + trail.encode()
     assert body_of({"IDENTITY.md": data}, cap) == body_text(data, cap)
+
+
+windows = st.tuples(st.integers(0, 80), st.integers(0, 40))
+
+
+@given(data=contents, window=windows, extra=st.integers(0, 64))
+def test_readers_agree_on_excerpts(data: bytes, window: tuple[int, int], extra: int) -> None:
+    # A budget reads each file's start and end: both readers must cut, trim
+    # and decode them alike, and a file read whole must be its usual body.
+    head, tail = window
+    cap = head + 2 * tail + extra
+    if cap < 1:
+        return
+    with tempfile.TemporaryDirectory() as home:
+        (Path(home) / "MEMORY.md").write_bytes(data)
+        path, names = os.fsencode(home), [b"MEMORY.md", b"SOUL.md"]
+        compiled = COMPILED.read_excerpts(path, names, cap, 0, [window, (0, 0)])
+        assert compiled == PURE.read_excerpts(path, names, cap, 0, [window, (0, 0)])
+    excerpt = compiled[0]
+    assert excerpt.length == len(data)
+    if len(data) <= head + tail:
+        assert (excerpt.head, excerpt.tail, excerpt.gap) == (body_text(data, 2**40), None, 0)
+    else:
+        assert excerpt.read.size == head + 2 * tail + 1
+        assert excerpt.head is not None
+        assert excerpt.tail is not None
+        assert len(excerpt.head) <= head  # a byte decodes to one character at most
+        assert len(excerpt.tail) <= tail

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import Writer, fork
-from toolnexus.agents import FileReport, FileStatus, compose, compose_soul
+from toolnexus.agents import Budget, FileReport, FileStatus, compose, compose_soul
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs procfs")
 
@@ -218,3 +218,16 @@ def test_searchable_but_unlistable_directory() -> None:
         home.chmod(0o755)
         (home / "SOUL.md").unlink()
         home.rmdir()
+
+
+@linux_only
+def test_a_budget_reads_the_end_of_a_file_whose_size_lies(home: Path) -> None:
+    # /proc/self/maps says 0 bytes and holds many pages: its end cannot be
+    # found with pread at fstat's size, so it is read on, keeping the tail.
+    (home / "MEMORY.md").symlink_to("/proc/self/maps")
+    soul = compose(home, budget=Budget(total=300))
+    memory = soul.files[6]
+    assert memory.status is FileStatus.PRESENT
+    assert memory.cut
+    assert len(soul.text) <= 300
+    assert soul.text.endswith("[vsyscall]")  # the last mapping of every Linux process

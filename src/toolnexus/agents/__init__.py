@@ -2,14 +2,16 @@
 
 ``compose_soul(dir)`` returns ``(soul, found)`` exactly as ``docs/format.md``
 defines; ``compose(dir)`` returns the same text with a per-file ``Soul``
-report. ``SoulCache``, ``compose_many`` and ``acompose``/``acompose_soul``
-serve hosts with many personas. ``ACCELERATED`` is True when the compiled
+report. ``Budget`` fits a soul to a model's window and says what was cut.
+``SoulCache``, ``compose_many`` and ``acompose``/``acompose_soul`` serve
+hosts with many personas. ``ACCELERATED`` is True when the compiled
 reader is in use.
 """
 
 from __future__ import annotations
 
-from ._args import SymlinkPolicy
+from ._args import Budget, Keep, SymlinkPolicy
+from ._budget import NEAR_LIMIT
 from ._cache import RACY_WINDOW_NS, CacheStats, SoulCache
 from ._compose import compose, compose_soul
 from ._format import BOOTSTRAP_ORDER, MAX_BOOTSTRAP_FILE_BYTES, truncation_notice
@@ -21,11 +23,14 @@ __all__ = [
     "ACCELERATED",
     "BOOTSTRAP_ORDER",
     "MAX_BOOTSTRAP_FILE_BYTES",
+    "NEAR_LIMIT",
     "RACY_WINDOW_NS",
     "BootstrapFileError",
+    "Budget",
     "CacheStats",
     "FileReport",
     "FileStatus",
+    "Keep",
     "Soul",
     "SoulCache",
     "SymlinkPolicy",

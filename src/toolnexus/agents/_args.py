@@ -1,14 +1,17 @@
-"""Argument checks shared by every entry point: paths, integers, options.
+"""Argument checks shared by every entry point, and the values they make.
 
 Each check raises ``TypeError`` or ``ValueError`` whose message starts with
-the argument's name, before any I/O. ``Options`` is what the checks hand on:
-the validated options of one composition, in the reader's terms.
+the argument's name, before any I/O. ``Budget`` is the ``budget`` argument,
+a value that checks itself; ``Options`` is what the checks hand on: the
+validated options of one composition, in the reader's terms.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final, Literal, NamedTuple, TypeAlias, cast
 
@@ -17,6 +20,8 @@ from ._reader import Policy
 
 __all__ = [
     "MAX_CAP",
+    "Budget",
+    "Keep",
     "Options",
     "PathArg",
     "SymlinkPolicy",
@@ -28,14 +33,59 @@ __all__ = [
 
 PathArg: TypeAlias = str | bytes | os.PathLike[str] | os.PathLike[bytes]
 SymlinkPolicy = Literal["follow", "within", "refuse"]
+Keep = Literal["head+tail", "head"]
 
 # The compiled reader holds the cap in a Py_ssize_t and asks for cap + 1 bytes.
 MAX_CAP: Final = 2**63 - 2
 
 _POLICIES: Final = {"follow": Policy.FOLLOW, "within": Policy.WITHIN, "refuse": Policy.REFUSE}
-_BOOTSTRAP_NAMES: Final = tuple(name.encode() for name in BOOTSTRAP_ORDER)
+_BOOTSTRAP_NAMES: Final = tuple(os.fsencode(name) for name in BOOTSTRAP_ORDER)
 _FS_ENCODING: Final = sys.getfilesystemencoding()
 _FS_ERRORS: Final = sys.getfilesystemencodeerrors()
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How big a soul may be, and how it is measured (see docs/format.md, "Budgets").
+
+    ``total`` limits the whole soul, section headings and cut markers
+    included; ``per_file`` limits each file's kept body, markers excluded.
+    Each is a positive int, or None for no limit. ``keep`` says what a cut
+    file keeps: ``"head+tail"`` (its start, a marker line, its end) or
+    ``"head"`` (its start and the marker). ``count`` measures text: ``len``
+    (characters) when None; ``lambda s: len(s.encode())`` for bytes; a
+    tokenizer's ``lambda s: len(enc.encode(s))`` for tokens. It is called
+    O(log n) times per file, never once per character. A frozen, hashable
+    value: caches key on it (``count`` by identity).
+    """
+
+    total: int | None = None
+    per_file: int | None = None
+    keep: Keep = "head+tail"
+    count: Callable[[str], int] | None = None
+
+    def __post_init__(self) -> None:
+        for field in ("total", "per_file"):
+            value = getattr(self, field)
+            if value is not None:
+                object.__setattr__(self, field, check_int(value, f"Budget.{field}", 1))
+        if not isinstance(self.keep, str):
+            raise TypeError(f"Budget.keep must be a str, not {type(self.keep).__name__}")
+        if self.keep not in ("head+tail", "head"):
+            raise ValueError(f"Budget.keep must be 'head+tail' or 'head', got {self.keep!r}")
+        if self.count is not None and not callable(self.count):
+            raise TypeError(f"Budget.count must be callable, not {type(self.count).__name__}")
+
+    def measure(self, text: str) -> int:
+        """``text`` in the budget's unit."""
+        if self.count is None:
+            return len(text)
+        units = self.count(text)
+        if type(units) is not int:
+            raise TypeError(f"Budget.count must return an int, not {type(units).__name__}")
+        if units < 0:
+            raise ValueError(f"Budget.count must return a count >= 0, got {units}")
+        return units
 
 
 class Options(NamedTuple):
@@ -48,6 +98,7 @@ class Options(NamedTuple):
     files: tuple[str, ...]  # the names to compose, in order
     names: tuple[bytes, ...]  # the same, as the reader takes them
     layout: Layout  # the names, section heads and notice for these names and cap
+    budget: Budget | None
 
 
 def dir_bytes(dir: object, name: str = "dir") -> bytes:
@@ -105,20 +156,59 @@ def _check_policy(symlinks: object) -> Policy:
         raise ValueError(f"symlinks must be 'follow', 'within' or 'refuse', got {symlinks!r}") from None
 
 
-def check_options(max_file_bytes: object, symlinks: object = "follow", strict: object = False) -> Options:
+def _check_files(files: object) -> tuple[tuple[str, ...], tuple[bytes, ...]]:
+    """The names to compose, as given and as the reader takes them."""
+    if files is None:
+        return BOOTSTRAP_ORDER, _BOOTSTRAP_NAMES
+    if isinstance(files, (str, bytes)):
+        raise TypeError(f"files must be a sequence of names, not a single {type(files).__name__}")
+    try:
+        given: tuple[object, ...] = tuple(files)  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(f"files must be a sequence of names, not {type(files).__name__}") from None
+    names: list[str] = []
+    for name in given:
+        if not isinstance(name, str):
+            raise TypeError(f"files must hold str names, not {type(name).__name__}")
+        if (
+            not name
+            or name in (".", "..")
+            or "/" in name
+            or "\0" in name
+            or (os.sep != "/" and os.sep in name)
+        ):
+            raise ValueError(f"files must hold plain file names, not {name!r}")
+        if name in names:
+            raise ValueError(f"files must not name a file twice, as it does {name!r}")
+        names.append(name)
+    return tuple(names), tuple(_encode(name, "files") for name in names)
+
+
+def check_options(
+    max_file_bytes: object,
+    symlinks: object = "follow",
+    strict: object = False,
+    files: object = None,
+    budget: object = None,
+) -> Options:
     """Check ``compose``'s options, in the order of its signature."""
     try:
-        return _checked(max_file_bytes, symlinks, strict)
+        return _checked(max_file_bytes, symlinks, strict, files, budget)
     except TypeError:  # unhashable, or wrong: checked again uncached, to raise the right error
-        return _check_options(max_file_bytes, symlinks, strict)
+        return _check_options(max_file_bytes, symlinks, strict, files, budget)
 
 
-def _check_options(max_file_bytes: object, symlinks: object, strict: object) -> Options:
+def _check_options(
+    max_file_bytes: object, symlinks: object, strict: object, files: object, budget: object
+) -> Options:
     cap = check_int(max_file_bytes, "max_file_bytes", 1, MAX_CAP)
     policy = _check_policy(symlinks)
     strict = check_bool(strict, "strict")
-    files, names = BOOTSTRAP_ORDER, _BOOTSTRAP_NAMES
-    return Options(cap, policy, cast(SymlinkPolicy, symlinks), strict, files, names, layout(files, cap))
+    names, encoded = _check_files(files)
+    if budget is not None and not isinstance(budget, Budget):
+        raise TypeError(f"budget must be a Budget or None, not {type(budget).__name__}")
+    plan = layout(names, cap)
+    return Options(cap, policy, cast(SymlinkPolicy, symlinks), strict, names, encoded, plan, budget)
 
 
 # A host passes the same few options again and again. typed=True keeps True

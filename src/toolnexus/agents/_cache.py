@@ -15,10 +15,11 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, NamedTuple
 
-from ._args import PathArg, SymlinkPolicy, check_int, check_options, dir_bytes
+from ._args import Budget, PathArg, SymlinkPolicy, check_int, check_options, dir_bytes
 from ._compose import compose_parts, soul_of
 from ._format import MAX_BOOTSTRAP_FILE_BYTES
 from ._reader import Policy
@@ -89,7 +90,8 @@ class SoulCache:
 
     def __init__(self, maxsize: int = 1024) -> None:
         self._maxsize = check_int(maxsize, "maxsize", 1)
-        self._entries: OrderedDict[tuple[bytes, int, Policy], _Entry] = OrderedDict()
+        self._entries: OrderedDict[tuple[bytes, int, Policy, tuple[str, ...], Budget | None], _Entry]
+        self._entries = OrderedDict()
         self._lock = threading.Lock()
         self._hits = self._misses = self._stale = 0
 
@@ -100,11 +102,16 @@ class SoulCache:
         max_file_bytes: int = MAX_BOOTSTRAP_FILE_BYTES,
         symlinks: SymlinkPolicy = "follow",
         strict: bool = False,
+        files: Sequence[str] | None = None,
+        budget: Budget | None = None,
     ) -> Soul:
-        """The soul of ``dir``: the cached object if still valid, else a fresh one."""
+        """The soul of ``dir``: the cached object if still valid, else a fresh one.
+
+        Takes ``compose``'s options, and caches by them.
+        """
         path = dir_bytes(dir)
-        options = check_options(max_file_bytes, symlinks, strict)
-        key = (path, options.cap, options.policy)
+        options = check_options(max_file_bytes, symlinks, strict, files, budget)
+        key = (path, options.cap, options.policy, options.files, options.budget)
         with self._lock:
             entry = self._entries.get(key)
         paths = entry.paths if entry is not None else tuple(os.path.join(path, n) for n in options.names)

@@ -21,7 +21,7 @@ from libc.errno cimport (
 )
 from libc.stdint cimport uint32_t
 from libc.stdlib cimport free, malloc, realloc
-from libc.string cimport memcmp
+from libc.string cimport memcmp, memmove
 from posix.fcntl cimport S_IFMT, S_IFREG, open, openat
 from posix.stat cimport fstat, struct_stat
 from posix.types cimport off_t
@@ -43,6 +43,8 @@ cdef extern from "_capread_os.h" nogil:
 cdef extern from "_capread_utf8.h" nogil:
     int TNX_SCAN_OK
     void tnx_trim(const unsigned char *s, size_t *start, size_t *end)
+    void tnx_trim_start(const unsigned char *s, size_t *start, size_t end)
+    void tnx_trim_end(const unsigned char *s, size_t start, size_t *end)
     int tnx_utf8_scan(const unsigned char *s, size_t n, size_t *nchars, uint32_t *maxchar)
     void tnx_utf8_fill(const unsigned char *s, size_t n, void *out, int kind, uint32_t maxchar)
     void tnx_copy_chars(const void *src, int from_kind, size_t n, void *dst, int to_kind)
@@ -75,8 +77,18 @@ class FileRead(NamedTuple):
     errno: int  # why it is not present (0 when it is)
     kind: int  # the file type bits of st_mode, 0 when it could not be opened
     size: int  # bytes read: at most cap + 1
-    truncated: bool  # more than cap bytes
+    truncated: bool  # more than was read from its start (compose_homes: more than cap bytes)
     stable: bool  # False only when the file kept changing under three reads
+
+
+class Excerpt(NamedTuple):
+    """What ``read_excerpts`` read of one name."""
+
+    read: FileRead
+    length: int  # the file's length as read (0 unless present)
+    head: str | None  # the whole body, or the text of its start; None unless present
+    tail: str | None  # the text of its end; None unless it was not read whole
+    gap: int  # bytes between head and tail that were not read
 
 
 cdef enum:
@@ -103,12 +115,14 @@ cdef struct Outcome:
     int err
     int kind
     size_t offset  # where the file's bytes start in the arena
-    size_t nread
+    size_t nread  # bytes read from its start
+    size_t tail_len  # bytes read from its end, after the first want in the arena
+    size_t length  # the file's length as read
     bint stable
+    bint truncated  # more than the first want bytes
     # Set for a present file, by _plan(), without the GIL:
     size_t body  # where the body starts in the arena (after cut, BOM and trim)
     size_t body_len
-    bint truncated
     bint well_formed  # if so, nchars and maxchar say what it decodes to
     size_t nchars
     uint32_t maxchar
@@ -201,6 +215,15 @@ cdef Status _classify_open_error(int err, int policy) noexcept nogil:
     return UNREADABLE
 
 
+cdef ssize_t _pread(int fd, void *buf, size_t count, size_t at) noexcept nogil:
+    """pread(), again when a signal interrupts it."""
+    cdef ssize_t got
+    while True:
+        got = pread(fd, buf, count, <off_t>at)
+        if got >= 0 or errno != EINTR:
+            return got
+
+
 cdef ssize_t _read_capped(int fd, Buffer *arena, size_t base, size_t want,
                           size_t hint, bint *one_read) noexcept nogil:
     """Read the file's start into ``arena`` at ``base``, until EOF or ``want`` bytes.
@@ -225,10 +248,8 @@ cdef ssize_t _read_capped(int fd, Buffer *arena, size_t base, size_t want,
         ask = arena.size - base - total
         if ask > want - total:
             ask = want - total
-        n = pread(fd, arena.data + base + total, ask, <off_t>total)
+        n = _pread(fd, arena.data + base + total, ask, total)
         if n < 0:
-            if errno == EINTR:
-                continue
             return -1
         if n == 0:
             break
@@ -263,17 +284,15 @@ cdef bint _recent(struct_stat *st) noexcept nogil:
     return tnx_ctime_ns(st) >= tnx_now_ns() - RECENT_NS
 
 
-cdef bint _verify(int fd, const char *data, size_t n) noexcept nogil:
-    """Does the file still hold data[0:n]? Compared a slice at a time."""
+cdef bint _verify(int fd, const char *data, size_t n, size_t at) noexcept nogil:
+    """Does the file still hold data[0:n] at offset ``at``? Compared a slice at a time."""
     cdef char chunk[VERIFY_CHUNK]
     cdef size_t done = 0
     cdef size_t ask
     cdef ssize_t got
     while done < n:
         ask = n - done if n - done < VERIFY_CHUNK else VERIFY_CHUNK
-        got = pread(fd, chunk, ask, <off_t>done)
-        if got < 0 and errno == EINTR:
-            continue
+        got = _pread(fd, chunk, ask, at + done)
         if got <= 0 or memcmp(chunk, data + done, <size_t>got) != 0:
             return False
         done += <size_t>got
@@ -288,18 +307,75 @@ cdef bint _same(struct_stat *a, struct_stat *b) noexcept nogil:
     )
 
 
-cdef void _read_entry(int dirfd, const char *name, int policy, size_t cap,
+cdef ssize_t _read_last(int fd, Buffer *arena, size_t base, size_t tail, size_t size, size_t have,
+                        size_t limit, size_t *end) noexcept nogil:
+    """The last ``tail`` bytes of a file longer than the ``have`` bytes read from its start.
+
+    They go into the arena at ``base``; ``end`` gets where they end in the
+    file (its length as read). When fstat's size can be believed, the end is
+    read in place; when it cannot (a pseudo-file, or a file that grew), the
+    file is read on to EOF or ``limit`` bytes in all, keeping only the last
+    ``tail``. Returns how many bytes it kept, or -1 with errno.
+    """
+    cdef size_t got = 0
+    cdef size_t total = have
+    cdef size_t keep
+    cdef ssize_t n
+    cdef char *kept
+    cdef char *chunk
+    if size >= have:
+        if _reserve(arena, base + tail) < 0:
+            return -1
+        while got < tail:
+            n = _pread(fd, arena.data + base + got, tail - got, size - tail + got)
+            if n < 0:
+                return -1
+            if n == 0:
+                break  # it shrank: the stability check sees it
+            got += <size_t>n
+        end[0] = size - tail + got
+        return <ssize_t>got
+    # Read on in chunks after the kept window, keeping the last tail bytes.
+    if _reserve(arena, base + tail + VERIFY_CHUNK) < 0:
+        return -1
+    kept = arena.data + base
+    chunk = kept + tail
+    while total < limit:
+        n = _pread(fd, chunk, VERIFY_CHUNK if limit - total > VERIFY_CHUNK else limit - total, total)
+        if n < 0:
+            return -1
+        if n == 0:
+            break
+        total += <size_t>n
+        if <size_t>n >= tail:
+            memmove(kept, chunk + <size_t>n - tail, tail)
+            got = tail
+        else:
+            keep = got if got < tail - <size_t>n else tail - <size_t>n
+            memmove(kept, kept + got - keep, keep)
+            memmove(kept + keep, chunk, <size_t>n)
+            got = keep + <size_t>n
+    end[0] = total
+    return <ssize_t>got
+
+
+cdef void _read_entry(int dirfd, const char *name, int policy, size_t want, size_t tail, size_t limit,
                       Buffer *arena, size_t *used, Outcome *out) noexcept nogil:
-    """Open, check and read one bootstrap file into the arena ."""
+    """Open, check and read one file into the arena: its first ``want`` bytes at most and,
+    when it is longer, its last ``tail`` (``tail`` 0: the plain capped read)."""
     cdef struct_stat before
     cdef struct_stat after
     cdef ssize_t got
+    cdef ssize_t last = 0
+    cdef size_t end = 0
     cdef bint one_read
     cdef int tries = 1
     cdef int fd = _open_entry(dirfd, name, policy)
     out.kind = 0
     out.offset = used[0]
     out.nread = 0
+    out.tail_len = 0
+    out.length = 0
     out.stable = True
     if fd < 0:
         out.err = errno
@@ -316,25 +392,39 @@ cdef void _read_entry(int dirfd, const char *name, int policy, size_t cap,
         out.status = NOT_REGULAR
         close(fd)
         return
-    got = _read_capped(fd, arena, out.offset, cap + 1, <size_t>before.st_size, &one_read)
-    out.stable = _trusted(got, &before, one_read)
-    while got >= 0 and not out.stable:
+    while True:
+        got = _read_capped(fd, arena, out.offset, want, <size_t>before.st_size, &one_read)
+        end = <size_t>got if got > 0 else 0
+        last = 0
+        if got >= 0 and <size_t>got == want:  # longer than what is read from its start
+            if tail:
+                last = _read_last(fd, arena, out.offset + want, tail, <size_t>before.st_size, want, limit,
+                                  &end)
+                if last < 0:
+                    got = -1
+            elif <size_t>before.st_size > want:  # its length, as fstat says (at least what was read)
+                end = <size_t>before.st_size
+        if got < 0:
+            break
+        out.stable = last == 0 and _trusted(got, &before, one_read)
+        if out.stable:
+            break
         # A writer rewriting in place could have torn it: look again.
         if fstat(fd, &after) < 0:
             got = -1
-        elif (_same(&before, &after) and _fits(got, &after)
-              and (tries == 1 and not _recent(&after)
-                   or _verify(fd, arena.data + out.offset, <size_t>got))):
-            out.stable = True
-        elif tries == MAX_TRIES:
             break
-        else:
-            # Let the writer finish what it is writing before looking again.
-            sched_yield()
-            before = after
-            got = _read_capped(fd, arena, out.offset, cap + 1, <size_t>before.st_size, &one_read)
-            out.stable = _trusted(got, &before, one_read)
-            tries += 1
+        if (_same(&before, &after) and _fits(<ssize_t>(end if end > <size_t>got else <size_t>got), &after)
+                and (tries == 1 and not _recent(&after)
+                     or _verify(fd, arena.data + out.offset, <size_t>got, 0)
+                     and _verify(fd, arena.data + out.offset + want, <size_t>last, end - <size_t>last))):
+            out.stable = True
+            break
+        if tries == MAX_TRIES:
+            break
+        # Let the writer finish what it is writing before looking again.
+        sched_yield()
+        before = after
+        tries += 1
     if got < 0:
         out.err = errno if errno else EIO
         out.status = UNREADABLE
@@ -342,8 +432,10 @@ cdef void _read_entry(int dirfd, const char *name, int policy, size_t cap,
     else:
         out.status = PRESENT
         out.nread = <size_t>got
-        used[0] = out.offset + out.nread
-        _plan(out, arena.data, cap)
+        out.truncated = <size_t>got == want
+        out.tail_len = <size_t>last
+        out.length = end
+        used[0] = out.offset + (want if last else <size_t>got) + <size_t>last
     close(fd)
 
 
@@ -353,7 +445,6 @@ cdef void _plan(Outcome *out, const char *arena, size_t cap) noexcept nogil:
     cdef size_t end = out.nread
     cdef size_t floor
     cdef size_t start = 0
-    out.truncated = out.nread > cap
     if out.truncated:
         end = cap
         floor = cap - 3 if cap > 3 else 0
@@ -371,6 +462,38 @@ cdef void _plan(Outcome *out, const char *arena, size_t cap) noexcept nogil:
                                     &out.maxchar) == TNX_SCAN_OK
 
 
+cdef void _read_home(const char *directory, const char **names, Py_ssize_t nnames, int policy,
+                     size_t cap, const size_t *heads, const size_t *tails, Buffer *arena, size_t *used,
+                     Outcome *outs) noexcept nogil:
+    """Open one home and read each name into the arena: capped (``heads`` NULL: the
+    first ``cap + 1`` bytes) or within windows (its head and tail, as read_excerpts says)."""
+    cdef Py_ssize_t i
+    cdef int dirfd
+    cdef int err
+    cdef Outcome *out
+    while True:
+        dirfd = open(directory, TNX_DIR_FLAGS)
+        if dirfd >= 0 or errno != EINTR:
+            break
+    err = errno
+    for i in range(nnames):
+        out = &outs[i]
+        if dirfd < 0:
+            out.status = MISSING if (err == ENOENT or err == ENOTDIR) else UNREADABLE
+            out.err = err
+            out.kind = 0
+            out.offset = 0
+            out.nread = 0
+            out.tail_len = 0
+            out.stable = True
+        elif heads == NULL:
+            _read_entry(dirfd, names[i], policy, cap + 1, 0, cap + 1, arena, used, out)
+        else:
+            _read_entry(dirfd, names[i], policy, heads[i] + tails[i] + 1, tails[i], cap + 1, arena, used, out)
+    if dirfd >= 0:
+        close(dirfd)
+
+
 cdef Py_ssize_t _read_batch(const char **dirs, Py_ssize_t first, Py_ssize_t ndirs,
                             const char **names, Py_ssize_t nnames, int policy, size_t cap,
                             Buffer *arena, Outcome *outs) noexcept nogil:
@@ -382,32 +505,39 @@ cdef Py_ssize_t _read_batch(const char **dirs, Py_ssize_t first, Py_ssize_t ndir
     cdef size_t used = 0
     cdef Py_ssize_t home = first
     cdef Py_ssize_t i
-    cdef int dirfd
-    cdef int err
-    cdef Outcome *out
     while home < ndirs:
-        while True:
-            dirfd = open(dirs[home], TNX_DIR_FLAGS)
-            if dirfd >= 0 or errno != EINTR:
-                break
-        err = errno
+        _read_home(dirs[home], names, nnames, policy, cap, NULL, NULL, arena, &used, &outs[home * nnames])
         for i in range(nnames):
-            out = &outs[home * nnames + i]
-            if dirfd >= 0:
-                _read_entry(dirfd, names[i], policy, cap, arena, &used, out)
-            else:
-                out.status = MISSING if (err == ENOENT or err == ENOTDIR) else UNREADABLE
-                out.err = err
-                out.kind = 0
-                out.offset = 0
-                out.nread = 0
-                out.stable = True
-        if dirfd >= 0:
-            close(dirfd)
+            if outs[home * nnames + i].status == PRESENT:
+                _plan(&outs[home * nnames + i], arena.data, cap)
         home += 1
         if used >= BATCH_BYTES:
             break
     return home
+
+
+# One arena kept between calls so that large files do not fault in fresh
+# pages every time; taken and given back with the GIL held, so two threads
+# never share it.
+cdef Buffer _spare
+
+
+cdef Buffer _take_arena() noexcept:
+    """The arena kept between calls (or an empty one): this call's alone until given back."""
+    global _spare
+    cdef Buffer arena = _spare
+    _spare.data = NULL
+    _spare.size = 0
+    return arena
+
+
+cdef void _give_back(Buffer arena) noexcept:
+    """Keep ``arena`` for the next call if none is kept and it is not too large; else free it."""
+    global _spare
+    if _spare.data == NULL and arena.size <= SPARE_MAX:
+        _spare = arena
+    else:
+        free(arena.data)
 
 
 cdef Chars _chars(str text):
@@ -578,12 +708,6 @@ _PRESENT = Status.PRESENT
 # The most common result of all, shared instead of built per call.
 _MISSING_ENOENT = FileRead(Status.MISSING, ENOENT, 0, 0, False, True)
 
-# One arena kept between calls so that large files do not fault in fresh
-# pages every time; taken and given back with the GIL held, so two threads
-# never share it.
-cdef Buffer _spare
-
-
 cdef list _compose_batch(Outcome *outs, Py_ssize_t count, Py_ssize_t nnames, _Layout layout,
                          const char *arena):
     """The souls of ``count`` homes read into the arena: sized and allocated with the GIL,
@@ -632,7 +756,6 @@ def compose_homes(directories, names, Py_ssize_t cap, int symlinks, layout):
     the names (from ``files``) of the files present, and one ``FileRead`` per
     name. Never raises for a file's trouble: that is what the reads report.
     """
-    global _spare
     cdef list dirs = list(directories)
     cdef tuple tnames = tuple(names)
     cdef Py_ssize_t nnames = len(tnames)
@@ -656,9 +779,7 @@ def compose_homes(directories, names, Py_ssize_t cap, int symlinks, layout):
         if b"\0" in <bytes>directory:
             raise ValueError("embedded null byte")
     cdef _Layout plan = _layout_for(layout, nnames)
-    arena = _spare
-    _spare.data = NULL
-    _spare.size = 0
+    arena = _take_arena()
     try:
         cdirs = <const char **>malloc((ndirs + 1) * sizeof(char *))
         cnames = <const char **>malloc((nnames + 1) * sizeof(char *))
@@ -681,8 +802,126 @@ def compose_homes(directories, names, Py_ssize_t cap, int symlinks, layout):
         free(cdirs)
         free(cnames)
         free(outs)
-        if _spare.data == NULL and arena.size <= SPARE_MAX:
-            _spare = arena
-        else:
-            free(arena.data)
+        _give_back(arena)
     return homes
+
+
+cdef str _decoded(const char *data, size_t start, size_t stop):
+    return PyUnicode_DecodeUTF8(data + start, <Py_ssize_t>(stop - start), "replace")
+
+
+cdef object _excerpt(Outcome *out, const char *arena, size_t head, object read):
+    """The texts of a file read within its windows (see ``read_excerpts``)."""
+    cdef const unsigned char *data = <const unsigned char *>arena + out.offset
+    cdef const unsigned char *last = data + out.nread
+    cdef size_t start = 0
+    cdef size_t stop = out.nread
+    cdef size_t floor
+    cdef size_t begin = 0
+    cdef size_t finish = out.tail_len
+    if stop >= 3 and data[0] == 0xEF and data[1] == 0xBB and data[2] == 0xBF:
+        start = 3
+    if not out.truncated:  # read whole: one body, trimmed at both ends
+        tnx_trim(data, &start, &stop)
+        return Excerpt(read, out.length, _decoded(<const char *>data, start, stop), None, 0)
+    # The head: cut at ``head`` bytes as the cap cuts, without BOM and leading White_Space.
+    stop = head
+    floor = head - 3 if head > 3 else 0
+    while stop > floor and (data[stop] & 0xC0) == 0x80:
+        stop -= 1
+    if stop < 3:
+        start = 0
+    tnx_trim_start(data, &start, stop)
+    # The tail: from the first character that starts in it, without trailing White_Space.
+    while begin < 3 and begin < finish and (last[begin] & 0xC0) == 0x80:
+        begin += 1
+    tnx_trim_end(last, begin, &finish)
+    return Excerpt(
+        read,
+        out.length,
+        _decoded(<const char *>data, start, stop),
+        _decoded(<const char *>last, begin, finish),
+        out.length - out.tail_len + begin - stop,
+    )
+
+
+def read_excerpts(bytes directory, names, Py_ssize_t cap, int symlinks, windows):
+    """Read at most the first ``head`` and the last ``tail`` bytes of each of ``names``.
+
+    ``directory``, ``names``, ``cap`` and ``symlinks`` are as for
+    ``compose_homes``; ``windows`` gives ``(head, tail)`` per name, with
+    ``head + 2 * tail <= cap``: no more than ``cap + 1`` bytes of a file are
+    read, the first ``head + tail + 1`` (to learn whether the file is longer)
+    and then the last ``tail``. A file no longer than ``head + tail`` bytes is
+    read whole: its ``head`` text is its body (without a leading BOM and
+    White_Space at both ends) and ``tail`` is None. A longer one gives the
+    text of its first ``head`` bytes (backed off to a character boundary,
+    without BOM and leading White_Space), of its last ``tail`` bytes (from
+    the first character that starts there, without trailing White_Space),
+    and ``gap``, how many bytes between the two were not read. Texts are
+    decoded as UTF-8 with U+FFFD replacement. A file whose size fstat does
+    not tell is read on to its end, or to ``cap + 1`` bytes, keeping the
+    last ``tail``. Never raises for a file's trouble: that is what each
+    ``Excerpt.read`` reports.
+    """
+    cdef tuple tnames = tuple(names)
+    cdef tuple twindows = tuple(windows)
+    cdef Py_ssize_t nnames = len(tnames)
+    cdef Py_ssize_t i
+    cdef const char **cnames = NULL
+    cdef size_t *heads = NULL
+    cdef size_t *tails = NULL
+    cdef Outcome *outs = NULL
+    cdef Outcome *out
+    cdef Buffer arena
+    cdef size_t used = 0
+    cdef const char *cdir = directory
+    if cap < 1:
+        raise ValueError("cap must be >= 1")
+    for name in tnames:
+        if not isinstance(name, bytes):
+            raise TypeError(f"names must be bytes, not {type(name).__name__}")
+    if b"\0" in directory:
+        raise ValueError("embedded null byte")
+    if len(twindows) != nnames:
+        raise ValueError("windows must have one (head, tail) per name")
+    for head, tail in twindows:
+        if head < 0 or tail < 0 or head + 2 * tail > cap:
+            raise ValueError(
+                "each window must be (head, tail) with 0 <= head, tail and head + 2 * tail <= cap"
+            )
+    arena = _take_arena()
+    try:
+        cnames = <const char **>malloc((nnames + 1) * sizeof(char *))
+        heads = <size_t *>malloc((nnames + 1) * sizeof(size_t))
+        tails = <size_t *>malloc((nnames + 1) * sizeof(size_t))
+        outs = <Outcome *>malloc((nnames + 1) * sizeof(Outcome))
+        if cnames == NULL or heads == NULL or tails == NULL or outs == NULL:
+            raise MemoryError()
+        for i in range(nnames):
+            cnames[i] = <bytes>tnames[i]
+            heads[i] = twindows[i][0]
+            tails[i] = twindows[i][1]
+        with nogil:
+            _read_home(cdir, cnames, nnames, symlinks, <size_t>cap, heads, tails, &arena, &used, outs)
+        excerpts = []
+        for i in range(nnames):
+            out = &outs[i]
+            if out.status == PRESENT:
+                read = _file_read(_PRESENT, 0, out.kind, out.nread + out.tail_len, out.truncated, out.stable)
+                excerpts.append(_excerpt(out, arena.data, heads[i], read))
+            elif out.status == MISSING and out.err == ENOENT:
+                excerpts.append(_MISSING_EXCERPT)
+            else:
+                read = _file_read(out.status, out.err, out.kind, 0, False, out.stable)
+                excerpts.append(Excerpt(read, 0, None, None, 0))
+        return tuple(excerpts)
+    finally:
+        free(cnames)
+        free(heads)
+        free(tails)
+        free(outs)
+        _give_back(arena)
+
+
+_MISSING_EXCERPT = Excerpt(_MISSING_ENOENT, 0, None, None, 0)

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-__all__ = ["FileRead", "Layout", "Policy", "Status", "compose_homes"]
+__all__ = ["Excerpt", "FileRead", "Layout", "Policy", "Status", "compose_homes", "read_excerpts"]
 
 
 class Status(enum.IntEnum):
@@ -49,8 +49,18 @@ class FileRead(NamedTuple):
     errno: int  # why it is not present (0 when it is)
     kind: int  # the file type bits of st_mode, 0 when it could not be opened
     size: int  # bytes read: at most cap + 1
-    truncated: bool  # more than cap bytes
+    truncated: bool  # more than was read from its start (compose_homes: more than cap bytes)
     stable: bool  # False only when the file kept changing under three reads
+
+
+class Excerpt(NamedTuple):
+    """What ``read_excerpts`` read of one name."""
+
+    read: FileRead
+    length: int  # the file's length as read (0 unless present)
+    head: str | None  # the whole body, or the text of its start; None unless present
+    tail: str | None  # the text of its end; None unless it was not read whole
+    gap: int  # bytes between head and tail that were not read
 
 
 # (files, firsts, nexts, notice): see compose_homes.
@@ -233,12 +243,12 @@ def _recent(st: os.stat_result) -> bool:
     return st.st_ctime_ns >= time.time_ns() - _RECENT_NS
 
 
-def _verify(fd: int, data: bytes | bytearray) -> bool:
-    """Does the file still hold ``data``? Compared a slice at a time."""
+def _verify(fd: int, data: bytes | bytearray, at: int = 0) -> bool:
+    """Does the file still hold ``data`` at offset ``at``? Compared a slice at a time."""
     with memoryview(data) as view:
         done = 0
         while done < len(data):
-            chunk = os.pread(fd, min(_VERIFY_CHUNK, len(data) - done), done)
+            chunk = os.pread(fd, min(_VERIFY_CHUNK, len(data) - done), at + done)
             if not chunk or view[done : done + len(chunk)] != chunk:
                 return False
             done += len(chunk)
@@ -249,37 +259,80 @@ def _same(a: os.stat_result, b: os.stat_result) -> bool:
     return (a.st_size, a.st_mtime_ns, a.st_ctime_ns) == (b.st_size, b.st_mtime_ns, b.st_ctime_ns)
 
 
-def _read_entry(fd: int, cap: int) -> tuple[FileRead, bytes | bytearray | None]:
-    """What is at an open name, and the bytes it holds (up to ``cap + 1``) when present."""
+def _read_last(fd: int, tail: int, size: int, have: int, limit: int) -> tuple[bytes, int]:
+    """The last ``tail`` bytes of a file longer than the ``have`` bytes read from its start.
+
+    Also where they end: the file's length as read. When fstat's size can be
+    believed, the end is read in place; when it cannot (a pseudo-file, or a
+    file that grew), the file is read on to EOF or ``limit`` bytes in all,
+    keeping only the last ``tail``.
+    """
+    if size >= have:
+        last = b""
+        while len(last) < tail:
+            chunk = os.pread(fd, tail - len(last), size - tail + len(last))
+            if not chunk:
+                break  # it shrank: the stability check sees it
+            last += chunk
+        return last, size - tail + len(last)
+    keep = b""
+    total = have
+    while total < limit:
+        chunk = os.read(fd, min(_VERIFY_CHUNK * 4, limit - total))
+        if not chunk:
+            break
+        total += len(chunk)
+        keep = (keep + chunk)[-tail:] if tail else b""
+    return keep, total
+
+
+def _read_entry(
+    fd: int, want: int, tail: int, limit: int
+) -> tuple[FileRead, bytes | bytearray | None, bytes, int]:
+    """Read an open name: its first ``want`` bytes at most, and its last ``tail`` when it is longer.
+
+    Returns its ``FileRead``, the bytes from its start (None unless present),
+    the bytes at its end (empty unless it is longer than ``want``), and the
+    file's length as read. ``tail`` 0 is the plain capped read.
+    """
     before = os.fstat(fd)
     kind = stat.S_IFMT(before.st_mode)
     if kind != stat.S_IFREG:
-        return FileRead(Status.NOT_REGULAR, 0, kind, 0, False, True), None
-    data, one_read = _read_capped(fd, cap + 1, before.st_size)
-    stable = _trusted(len(data), before, one_read)
+        return FileRead(Status.NOT_REGULAR, 0, kind, 0, False, True), None, b"", 0
     tries = 1
-    while not stable:
+    while True:
+        first, one_read = _read_capped(fd, want, before.st_size)
+        last, end = b"", len(first)
+        if len(first) == want:  # longer than what is read from its start
+            if tail:
+                last, end = _read_last(fd, tail, before.st_size, want, limit)
+            else:  # its length, as fstat says (at least what was read)
+                end = max(before.st_size, want)
+        stable = not last and _trusted(len(first), before, one_read)
+        if stable:
+            break
         # A writer rewriting in place could have torn it: look again.
         after = os.fstat(fd)
         if (
             _same(before, after)
-            and _fits(len(data), after)
-            and ((tries == 1 and not _recent(after)) or _verify(fd, data))
+            and _fits(max(len(first), end), after)
+            and (
+                (tries == 1 and not _recent(after))
+                or (_verify(fd, first) and _verify(fd, last, end - len(last)))
+            )
         ):
             stable = True
-        elif tries == _MAX_TRIES:
             break
-        else:
-            # Let the writer finish what it is writing before looking again.
-            _yield()
-            before = after
-            os.lseek(fd, 0, os.SEEK_SET)
-            data, one_read = _read_capped(fd, cap + 1, before.st_size)
-            stable = _trusted(len(data), before, one_read)
-            tries += 1
-    size = len(data)
+        if tries == _MAX_TRIES:
+            break
+        # Let the writer finish what it is writing before looking again.
+        _yield()
+        before = after
+        os.lseek(fd, 0, os.SEEK_SET)
+        tries += 1
+    size = len(first) + len(last)
     # tuple.__new__ skips the NamedTuple's Python-level __new__: this runs per file.
-    return _new_read(FileRead, (_PRESENT, 0, kind, size, size > cap, stable)), data
+    return _new_read(FileRead, (_PRESENT, 0, kind, size, len(first) == want, stable)), first, last, end
 
 
 _new_read = tuple.__new__
@@ -303,6 +356,26 @@ _SPACE_STARTS = frozenset([*_ASCII_SPACE, 0xC2, 0xE1, 0xE2, 0xE3])
 _SPACE_ENDS = frozenset([*_ASCII_SPACE, *range(0x80, 0xC0)])
 
 
+def _trim_end(data: bytes | bytearray, start: int, end: int) -> int:
+    """Where ``data[start:end]`` ends once the White_Space at its end is left out."""
+    # Through a window that grows until the run of White_Space found at its
+    # end stops inside it (3 bytes: the longest White_Space character).
+    window = 64
+    while end > start and data[end - 1] in _SPACE_ENDS:
+        low = max(start, end - window)
+        tail = data[low:end]
+        kept = tail.rstrip(_ASCII_SPACE)  # the usual case: a newline or two, and no more
+        if kept and kept[-1] >= 0x80:  # it may end in a multi-byte one
+            match = _TRAILING_SPACE_REVERSED.match(tail[::-1])
+            run = match.end() if match else 0
+        else:
+            run = len(tail) - len(kept)
+        if run + 3 < len(tail) or low == start:
+            return end - run
+        window *= 8
+    return end
+
+
 def _body(data: bytes | bytearray, cap: int) -> tuple[int, int]:
     """Where the body lies in ``data``: cut at the cap, backed off, without BOM, trimmed."""
     end = len(data)
@@ -315,58 +388,55 @@ def _body(data: bytes | bytearray, cap: int) -> tuple[int, int]:
     if start < end and data[start] in _SPACE_STARTS:
         match = _LEADING_SPACE.match(data, start, end)
         start = match.end() if match else start
-    # The end, through a window that grows until the run of White_Space found
-    # at its end stops inside it (3 bytes: the longest White_Space character).
-    window = 64
-    while end > start and data[end - 1] in _SPACE_ENDS:
-        low = max(start, end - window)
-        tail = data[low:end]
-        kept = tail.rstrip(_ASCII_SPACE)  # the usual case: a newline or two, and no more
-        if kept and kept[-1] >= 0x80:  # it may end in a multi-byte one
-            match = _TRAILING_SPACE_REVERSED.match(tail[::-1])
-            run = match.end() if match else 0
-        else:
-            run = len(tail) - len(kept)
-        if run + 3 < len(tail) or low == start:
-            return start, end - run
-        window *= 8
-    return start, end
+    return start, _trim_end(data, start, end)
+
+
+def _open_dir(directory: bytes) -> int | FileRead:
+    """A descriptor for ``directory`` (-1 where there is no dir_fd), or what every name reads as."""
+    if not _HAVE_DIR_FD:
+        return -1
+    try:
+        return os.open(directory, _DIR_FLAGS)
+    except OSError as exc:
+        err = exc.errno or errno.EIO
+        return FileRead(_MISSING if err in _ABSENT else Status.UNREADABLE, err, 0, 0, False, True)
+
+
+def _read_name(
+    dirfd: int, directory: bytes, name: bytes, symlinks: int, *, want: int, tail: int, limit: int
+) -> tuple[FileRead, bytes | bytearray | None, bytes, int]:
+    """Open ``name`` as the policy says and ``_read_entry`` it; any trouble is in the FileRead."""
+    try:
+        fd = _open_entry(dirfd, directory, name, symlinks)
+    except OSError as exc:
+        err = exc.errno or errno.EIO
+        if err == errno.ENOENT:
+            return _MISSING_ENOENT, None, b"", 0
+        return FileRead(_classify_open_error(err, symlinks), err, 0, 0, False, True), None, b"", 0
+    try:
+        return _read_entry(fd, want, tail, limit)
+    except OSError as exc:
+        return FileRead(Status.UNREADABLE, exc.errno or errno.EIO, stat.S_IFREG, 0, False, True), None, b"", 0
+    finally:
+        os.close(fd)
 
 
 def _compose_home(
     directory: bytes, names: Sequence[bytes], cap: int, symlinks: int, layout: Layout
 ) -> tuple[str, tuple[str, ...], tuple[FileRead, ...]]:
     """Read one home's files and compose its soul, as ``compose_homes`` says."""
+    dirfd = _open_dir(directory)
+    if not isinstance(dirfd, int):
+        return "", (), (dirfd,) * len(names)
     files, firsts, nexts, notice = layout
-    dirfd = -1
-    if _HAVE_DIR_FD:
-        try:
-            dirfd = os.open(directory, _DIR_FLAGS)
-        except OSError as exc:
-            err = exc.errno or errno.EIO
-            status = _MISSING if err in _ABSENT else Status.UNREADABLE
-            return "", (), tuple(FileRead(status, err, 0, 0, False, True) for _ in names)
     pieces: list[str] = []
     found: list[str] = []
     reads: list[FileRead] = []
     try:
         for index, name in enumerate(names):
-            try:
-                fd = _open_entry(dirfd, directory, name, symlinks)
-            except OSError as exc:
-                err = exc.errno or errno.EIO
-                if err == errno.ENOENT:
-                    reads.append(_MISSING_ENOENT)
-                else:
-                    reads.append(FileRead(_classify_open_error(err, symlinks), err, 0, 0, False, True))
-                continue
-            try:
-                read, data = _read_entry(fd, cap)
-            except OSError as exc:
-                err = exc.errno or errno.EIO
-                read, data = FileRead(Status.UNREADABLE, err, stat.S_IFREG, 0, False, True), None
-            finally:
-                os.close(fd)
+            read, data, _, _ = _read_name(
+                dirfd, directory, name, symlinks, want=cap + 1, tail=0, limit=cap + 1
+            )
             reads.append(read)
             if data is None:
                 continue
@@ -380,6 +450,19 @@ def _compose_home(
         if dirfd >= 0:
             os.close(dirfd)
     return "".join(pieces), tuple(found), tuple(reads)
+
+
+def _check_arguments(directories: Sequence[bytes], names: Sequence[bytes], cap: int) -> None:
+    if cap < 1:
+        raise ValueError("cap must be >= 1")
+    for name in names:
+        if not isinstance(name, bytes):
+            raise TypeError(f"names must be bytes, not {type(name).__name__}")
+    for directory in directories:
+        if not isinstance(directory, bytes):
+            raise TypeError(f"directories must be bytes, not {type(directory).__name__}")
+        if b"\0" in directory:
+            raise ValueError("embedded null byte")
 
 
 def compose_homes(
@@ -398,18 +481,79 @@ def compose_homes(
     the names (from ``files``) of the files present, and one ``FileRead`` per
     name. Never raises for a file's trouble: that is what the reads report.
     """
-    if cap < 1:
-        raise ValueError("cap must be >= 1")
-    for name in names:
-        if not isinstance(name, bytes):
-            raise TypeError(f"names must be bytes, not {type(name).__name__}")
-    for directory in directories:
-        if not isinstance(directory, bytes):
-            raise TypeError(f"directories must be bytes, not {type(directory).__name__}")
-        if b"\0" in directory:
-            raise ValueError("embedded null byte")
+    _check_arguments(directories, names, cap)
     _check_layout(layout, len(names))
     return [_compose_home(directory, names, cap, symlinks, layout) for directory in directories]
+
+
+def _excerpt(read: FileRead, first: bytes | bytearray, last: bytes, end: int, head: int) -> Excerpt:
+    """The texts of a file read within its windows (see ``read_excerpts``)."""
+    if not read.truncated:  # read whole: one body, trimmed at both ends
+        start, stop = _body(first, len(first))
+        return Excerpt(read, end, str(memoryview(first)[start:stop], "utf-8", "replace"), None, 0)
+    # The head: cut at ``head`` bytes as the cap cuts, without BOM and leading White_Space.
+    stop = head
+    floor = max(head - 3, 0)
+    while stop > floor and first[stop] & 0xC0 == 0x80:
+        stop -= 1
+    start = 3 if stop >= 3 and first.startswith(_BOM) else 0
+    match = _LEADING_SPACE.match(first, start, stop)
+    start = match.end() if match else start
+    text = str(memoryview(first)[start:stop], "utf-8", "replace")
+    # The tail: from the first character that starts in it, without trailing White_Space.
+    begin = 0
+    while begin < min(3, len(last)) and last[begin] & 0xC0 == 0x80:
+        begin += 1
+    tail = str(memoryview(last)[begin : _trim_end(last, begin, len(last))], "utf-8", "replace")
+    return Excerpt(read, end, text, tail, end - len(last) + begin - stop)
+
+
+def read_excerpts(
+    directory: bytes, names: Sequence[bytes], cap: int, symlinks: int, windows: Sequence[tuple[int, int]]
+) -> tuple[Excerpt, ...]:
+    """Read at most the first ``head`` and the last ``tail`` bytes of each of ``names``.
+
+    ``directory``, ``names``, ``cap`` and ``symlinks`` are as for
+    ``compose_homes``; ``windows`` gives ``(head, tail)`` per name, with
+    ``head + 2 * tail <= cap``: no more than ``cap + 1`` bytes of a file are
+    read, the first ``head + tail + 1`` (to learn whether the file is longer)
+    and then the last ``tail``. A file no longer than ``head + tail`` bytes is
+    read whole: its ``head`` text is its body (without a leading BOM and
+    White_Space at both ends) and ``tail`` is None. A longer one gives the
+    text of its first ``head`` bytes (backed off to a character boundary,
+    without BOM and leading White_Space), of its last ``tail`` bytes (from
+    the first character that starts there, without trailing White_Space),
+    and ``gap``, how many bytes between the two were not read. Texts are
+    decoded as UTF-8 with U+FFFD replacement. A file whose size fstat does
+    not tell is read on to its end, or to ``cap + 1`` bytes, keeping the
+    last ``tail``. Never raises for a file's trouble: that is what each
+    ``Excerpt.read`` reports.
+    """
+    _check_arguments([directory], names, cap)
+    if len(windows) != len(names):
+        raise ValueError("windows must have one (head, tail) per name")
+    for head, tail in windows:
+        if head < 0 or tail < 0 or head + 2 * tail > cap:
+            raise ValueError(
+                "each window must be (head, tail) with 0 <= head, tail and head + 2 * tail <= cap"
+            )
+    dirfd = _open_dir(directory)
+    if not isinstance(dirfd, int):
+        return tuple(Excerpt(dirfd, 0, None, None, 0) for _ in names)
+    excerpts = []
+    try:
+        for name, (head, tail) in zip(names, windows, strict=True):
+            read, first, last, end = _read_name(
+                dirfd, directory, name, symlinks, want=head + tail + 1, tail=tail, limit=cap + 1
+            )
+            if first is None:
+                excerpts.append(Excerpt(read, 0, None, None, 0))
+            else:
+                excerpts.append(_excerpt(read, first, last, end, head))
+    finally:
+        if dirfd >= 0:
+            os.close(dirfd)
+    return tuple(excerpts)
 
 
 # The last layout checked, and for how many names. The Python layer hands in

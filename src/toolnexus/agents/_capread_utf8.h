@@ -47,13 +47,22 @@ static size_t tnx_space_before(const unsigned char *s, size_t n) {
     return n >= 3 && tnx_space_at(s + n - 3, 3) == 3 ? 3 : 0;
 }
 
+/* Move *start past the White_Space that s[*start:end] begins with. */
+static void tnx_trim_start(const unsigned char *s, size_t *start, size_t end) {
+    size_t k;
+    while (*start < end && (k = tnx_space_at(s + *start, end - *start)) != 0) *start += k;
+}
+
+/* Move *end back over the White_Space that s[start:*end] ends with. */
+static void tnx_trim_end(const unsigned char *s, size_t start, size_t *end) {
+    size_t k;
+    while (*end > start && (k = tnx_space_before(s + start, *end - start)) != 0) *end -= k;
+}
+
 /* Narrow [*start, *end) of s to leave out White_Space at both ends. */
 static void tnx_trim(const unsigned char *s, size_t *start, size_t *end) {
-    size_t a = *start, b = *end, k;
-    while (a < b && (k = tnx_space_at(s + a, b - a)) != 0) a += k;
-    while (b > a && (k = tnx_space_before(s + a, b - a)) != 0) b -= k;
-    *start = a;
-    *end = b;
+    tnx_trim_start(s, start, *end);
+    tnx_trim_end(s, *start, end);
 }
 
 /* ---- copy ---------------------------------------------------------------- */

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from . import _reader
-from ._args import Options, PathArg, SymlinkPolicy, check_options, dir_bytes
+from ._args import Budget, Options, PathArg, SymlinkPolicy, check_options, dir_bytes
+from ._budget import compose_budgeted
 from ._format import MAX_BOOTSTRAP_FILE_BYTES
 from ._reader import Composed
 from ._report import Soul, raise_if_unusable
@@ -24,17 +25,32 @@ def compose_parts(paths: Sequence[bytes], options: Options) -> list[Composed]:
     """The pipeline: read and compose each home, in one reader call for all of them.
 
     ``paths`` and ``options`` are already checked. Returns ``(text, found,
-    reads)`` per home: ``compose_soul`` takes the text and names; everything
-    else makes a ``Soul`` of them with ``soul_of``.
+    reads)`` per home (with a budget, also what it cut and the soul's measure:
+    ``(text, found, reads, cuts, used)``): ``compose_soul`` takes the text
+    and names; everything else makes a ``Soul`` of them with ``soul_of``.
     """
+    if options.budget is not None:  # a budget reads each home as its own sizes say
+        return [compose_budgeted(path, options) for path in paths]  # type: ignore[misc]
     return _reader.compose_homes(paths, options.names, options.cap, options.policy, options.layout)
 
 
 def soul_of(path: bytes, composed: Composed, options: Options) -> Soul:
     """The ``Soul`` of one composed home; with ``options.strict``, raise for an unusable file."""
-    text, found, reads = composed
+    if options.budget is None:
+        text, found, reads = composed
+        cuts = used = None
+    else:
+        text, found, reads, cuts, used = composed  # type: ignore[misc]
     soul = Soul.of_reads(
-        text, found, reads, names=options.files, max_file_bytes=options.cap, symlinks=options.symlinks
+        text,
+        found,
+        reads,
+        names=options.files,
+        max_file_bytes=options.cap,
+        symlinks=options.symlinks,
+        cuts=cuts,
+        budget=options.budget,
+        used=used,
     )
     if options.strict:
         raise_if_unusable(path, soul.files)
@@ -46,14 +62,18 @@ def compose_homes(paths: Sequence[bytes], options: Options) -> list[Soul]:
     return [soul_of(p, c, options) for p, c in zip(paths, compose_parts(paths, options), strict=True)]
 
 
-def compose_soul(dir: PathArg, *, max_file_bytes: int = MAX_BOOTSTRAP_FILE_BYTES) -> tuple[str, list[str]]:
+def compose_soul(
+    dir: PathArg, *, max_file_bytes: int = MAX_BOOTSTRAP_FILE_BYTES, budget: Budget | None = None
+) -> tuple[str, list[str]]:
     """Compose the persona in ``dir`` into ``(soul, found)`` (``docs/format.md``).
 
     Each name of ``BOOTSTRAP_ORDER`` that is a readable regular file becomes a
     ``## <name>`` section, its body capped at ``max_file_bytes`` bytes; absent
-    or unusable files are skipped silently. Nothing on disk is modified.
+    or unusable files are skipped silently. With a ``budget``, the soul fits
+    it, each file cut fairly and marked where it was cut. Nothing on disk is
+    modified.
     """
-    ((text, found, _),) = compose_parts([dir_bytes(dir)], check_options(max_file_bytes))
+    ((text, found, *_),) = compose_parts([dir_bytes(dir)], check_options(max_file_bytes, budget=budget))
     return text, list(found)
 
 
@@ -63,6 +83,8 @@ def compose(
     max_file_bytes: int = MAX_BOOTSTRAP_FILE_BYTES,
     symlinks: SymlinkPolicy = "follow",
     strict: bool = False,
+    files: Sequence[str] | None = None,
+    budget: Budget | None = None,
 ) -> Soul:
     """Compose like ``compose_soul`` and report on every bootstrap file.
 
@@ -70,8 +92,9 @@ def compose(
     file only if it resolves inside ``dir``; ``"refuse"`` skips a file whose
     own name is a symlink. With ``strict=True`` a file that exists but cannot
     be used raises ``BootstrapFileError`` (an ``OSError``); missing files are
-    still skipped.
+    still skipped. ``files`` composes those names, in that order, instead of
+    ``BOOTSTRAP_ORDER``; ``budget`` fits the soul to a ``Budget``.
     """
     path = dir_bytes(dir)
-    options = check_options(max_file_bytes, symlinks, strict)
+    options = check_options(max_file_bytes, symlinks, strict, files, budget)
     return soul_of(path, compose_parts([path], options)[0], options)

@@ -17,11 +17,11 @@ import asyncio
 import functools
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Executor, Future, ThreadPoolExecutor, wait
 from typing import Final
 
-from ._args import Options, PathArg, SymlinkPolicy, check_int, check_options, dir_bytes
+from ._args import Budget, Options, PathArg, SymlinkPolicy, check_int, check_options, dir_bytes
 from ._compose import compose as _compose
 from ._compose import compose_homes
 from ._compose import compose_soul as _compose_soul
@@ -69,6 +69,8 @@ def compose_many(
     max_file_bytes: int = MAX_BOOTSTRAP_FILE_BYTES,
     symlinks: SymlinkPolicy = "follow",
     strict: bool = False,
+    files: Sequence[str] | None = None,
+    budget: Budget | None = None,
 ) -> list[Soul]:
     """``compose`` every directory of ``dirs``; the souls come back in input order.
 
@@ -81,7 +83,7 @@ def compose_many(
     directory.
     """
     paths = _paths(dirs)
-    options = check_options(max_file_bytes, symlinks, strict)
+    options = check_options(max_file_bytes, symlinks, strict, files, budget)
     if executor is not None and workers is not None:
         raise ValueError("give workers or executor, not both")
     if workers is not None:
@@ -139,15 +141,25 @@ async def acompose(
     max_file_bytes: int = MAX_BOOTSTRAP_FILE_BYTES,
     symlinks: SymlinkPolicy = "follow",
     strict: bool = False,
+    files: Sequence[str] | None = None,
+    budget: Budget | None = None,
 ) -> Soul:
     """``compose`` in a worker thread, so the event loop never blocks on disk."""
-    call = functools.partial(_compose, dir, max_file_bytes=max_file_bytes, symlinks=symlinks, strict=strict)
+    call = functools.partial(
+        _compose,
+        dir,
+        max_file_bytes=max_file_bytes,
+        symlinks=symlinks,
+        strict=strict,
+        files=files,
+        budget=budget,
+    )
     return await asyncio.get_running_loop().run_in_executor(None, call)
 
 
 async def acompose_soul(
-    dir: PathArg, *, max_file_bytes: int = MAX_BOOTSTRAP_FILE_BYTES
+    dir: PathArg, *, max_file_bytes: int = MAX_BOOTSTRAP_FILE_BYTES, budget: Budget | None = None
 ) -> tuple[str, list[str]]:
     """``compose_soul`` in a worker thread, so the event loop never blocks on disk."""
-    call = functools.partial(_compose_soul, dir, max_file_bytes=max_file_bytes)
+    call = functools.partial(_compose_soul, dir, max_file_bytes=max_file_bytes, budget=budget)
     return await asyncio.get_running_loop().run_in_executor(None, call)

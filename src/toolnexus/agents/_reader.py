@@ -2,8 +2,8 @@
 
 Set ``TOOLNEXUS_SOUL_NO_EXTENSIONS`` to a non-empty value other than ``0``
 before import to force the pure-Python reader. ``ACCELERATED`` says which one
-was loaded. The rest of the package calls ``compose_homes`` through this
-module, so ``use()`` can route it through either twin (the tests and
+was loaded. The rest of the package calls ``compose_homes`` and
+``read_excerpts`` through this module, so ``use()`` can route it through either twin (the tests and
 benchmarks do, to compare them in one process). The twins speak the same
 vocabulary (``Status``, ``Policy``, ``FileRead``: a test checks it); the
 package imports it from here and never spells a code itself.
@@ -19,13 +19,14 @@ from types import ModuleType
 from typing import Final, Literal
 
 from . import _capread_py
-from ._capread_py import FileRead, Layout, Policy, Status
+from ._capread_py import Excerpt, FileRead, Layout, Policy, Status
 
 __all__ = [
     "ACCELERATED",
     "NO_EXTENSIONS",
     "READERS",
     "Composed",
+    "Excerpt",
     "FileRead",
     "Layout",
     "Policy",
@@ -33,6 +34,7 @@ __all__ = [
     "Status",
     "compose_homes",
     "load",
+    "read_excerpts",
     "use",
     "using",
 ]
@@ -66,6 +68,8 @@ ACCELERATED: Final = _module is not _capread_py
 Composed = tuple[str, tuple[str, ...], tuple[FileRead, ...]]
 compose_homes: Callable[[Sequence[bytes], Sequence[bytes], int, int, Layout], list[Composed]]
 compose_homes = _module.compose_homes
+read_excerpts: Callable[[bytes, Sequence[bytes], int, int, Sequence[tuple[int, int]]], tuple[Excerpt, ...]]
+read_excerpts = _module.read_excerpts
 
 
 def use(name: ReaderName) -> ReaderName:
@@ -75,10 +79,10 @@ def use(name: ReaderName) -> ReaderName:
     choose with ``TOOLNEXUS_SOUL_NO_EXTENSIONS`` instead. ``ACCELERATED``
     keeps saying what was loaded at import.
     """
-    global _module, compose_homes
+    global _module, compose_homes, read_excerpts
     module = load(name)
     previous: ReaderName = "pure" if _module is _capread_py else "compiled"
-    _module, compose_homes = module, module.compose_homes
+    _module, compose_homes, read_excerpts = module, module.compose_homes, module.read_excerpts
     return previous
 
 

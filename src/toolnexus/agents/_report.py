@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Final, NamedTuple
 
+from ._args import Budget
+from ._budget import NEAR_LIMIT, Cut
 from ._reader import FileRead, Status
 
 __all__ = [
@@ -60,8 +62,12 @@ class FileReport(NamedTuple):
     ``size`` is the number of bytes read (at most ``max_file_bytes + 1``, so a
     truncated file reports ``cap + 1``); ``stable`` is False only when a file
     larger than one page kept changing under three reads; ``errno``
-    and ``error`` explain any status other than present. A named tuple:
-    immutable, and cheap enough to make seven of per soul.
+    and ``error`` explain any status other than present. With a budget,
+    ``cut`` says whether the budget shortened the file (or left it out),
+    ``kept`` and ``left_out`` measure its body in the budget's unit
+    (``left_out`` is None when the file was not read whole), ``kept_bytes``
+    and ``left_out_bytes`` in UTF-8 bytes; without one they are None. A named
+    tuple: immutable, and cheap enough to make seven of per soul.
     """
 
     name: str
@@ -71,14 +77,19 @@ class FileReport(NamedTuple):
     stable: bool = True
     errno: int | None = None
     error: str | None = None
+    cut: bool = False
+    kept: int | None = None
+    left_out: int | None = None
+    kept_bytes: int | None = None
+    left_out_bytes: int | None = None
 
     @property
     def present(self) -> bool:
         return self.status is FileStatus.PRESENT
 
     def as_dict(self) -> dict[str, object]:
-        """JSON-ready form (status as its text)."""
-        return {
+        """JSON-ready form (status as its text; what a budget did, when there was one)."""
+        record: dict[str, object] = {
             "name": self.name,
             "status": self.status.value,
             "size": self.size,
@@ -87,6 +98,15 @@ class FileReport(NamedTuple):
             "errno": self.errno,
             "error": self.error,
         }
+        if self.kept is not None or self.cut:
+            record.update(
+                cut=self.cut,
+                kept=self.kept,
+                left_out=self.left_out,
+                kept_bytes=self.kept_bytes,
+                left_out_bytes=self.left_out_bytes,
+            )
+        return record
 
 
 @dataclass(frozen=True, init=False, eq=False, repr=False)
@@ -94,19 +114,24 @@ class Soul:
     """A composed soul with the full per-file report.
 
     ``text`` is exactly what ``compose_soul`` returns as ``soul``; ``found``
-    the present names in order; ``files`` one report per name of
-    ``BOOTSTRAP_ORDER``; ``digest`` the hex SHA-256 of ``text`` as UTF-8.
-    Immutable, comparable, hashable and picklable. ``files`` and ``digest``
-    are computed when first asked for, so a host that only wants the text
-    does not pay for them.
+    the names whose sections are in it, in order; ``files`` one report per
+    name composed; ``digest`` the hex SHA-256 of ``text`` as UTF-8. With a
+    budget, ``budget`` is it, ``used`` the soul measured by it, and
+    ``near_limit`` True when that is at least ``NEAR_LIMIT`` (85%) of its
+    total. Immutable, comparable, hashable and picklable. ``files`` and
+    ``digest`` are computed when first asked for, so a host that only wants
+    the text does not pay for them.
     """
 
     text: str
     found: tuple[str, ...]
     max_file_bytes: int
     symlinks: str
-    # Where ``files`` comes from when it was not given: each name, and what the reader found there.
-    _source: tuple[Sequence[str], Sequence[FileRead]] | None = None
+    budget: Budget | None = None
+    used: int | None = None
+    # Where ``files`` comes from when it was not given: each name, what the
+    # reader found there, and what the budget did to it.
+    _source: tuple[Sequence[str], Sequence[FileRead], Sequence[Cut | None] | None] | None = None
 
     def __init__(
         self,
@@ -115,9 +140,18 @@ class Soul:
         files: tuple[FileReport, ...],
         max_file_bytes: int,
         symlinks: str,
+        *,
+        budget: Budget | None = None,
+        used: int | None = None,
     ) -> None:
         self.__dict__.update(
-            text=text, found=found, files=files, max_file_bytes=max_file_bytes, symlinks=symlinks
+            text=text,
+            found=found,
+            files=files,
+            max_file_bytes=max_file_bytes,
+            symlinks=symlinks,
+            budget=budget,
+            used=used,
         )
 
     @classmethod
@@ -130,13 +164,22 @@ class Soul:
         names: Sequence[str],
         max_file_bytes: int,
         symlinks: str,
+        cuts: Sequence[Cut | None] | None = None,
+        budget: Budget | None = None,
+        used: int | None = None,
     ) -> Soul:
         """The soul, with its reports still to be made from the reader's results."""
         soul = cls.__new__(cls)
         # Straight into __dict__: a frozen dataclass's own __init__ would cost
         # more than the rest of composing a small home.
         soul.__dict__.update(
-            text=text, found=found, max_file_bytes=max_file_bytes, symlinks=symlinks, _source=(names, reads)
+            text=text,
+            found=found,
+            max_file_bytes=max_file_bytes,
+            symlinks=symlinks,
+            budget=budget,
+            used=used,
+            _source=(names, reads, cuts),
         )
         return soul
 
@@ -144,8 +187,8 @@ class Soul:
     def files(self) -> tuple[FileReport, ...]:
         """One ``FileReport`` per name, in order."""
         assert self._source is not None  # set whenever files was not given
-        names, reads = self._source
-        return file_reports(names, reads, self.symlinks)
+        names, reads, cuts = self._source
+        return file_reports(names, reads, self.symlinks, cuts)
 
     @cached_property
     def digest(self) -> str:
@@ -157,8 +200,19 @@ class Soul:
         """Names of the files that were cut at the byte cap."""
         return tuple(f.name for f in self.files if f.truncated)
 
+    @property
+    def cut(self) -> tuple[str, ...]:
+        """Names of the files that the budget shortened or left out."""
+        return tuple(f.name for f in self.files if f.cut)
+
+    @property
+    def near_limit(self) -> bool:
+        """At ``NEAR_LIMIT`` of the budget's total or beyond (False without a total)."""
+        total = None if self.budget is None else self.budget.total
+        return total is not None and self.used is not None and self.used >= NEAR_LIMIT * total
+
     def _key(self) -> tuple[object, ...]:
-        return (self.text, self.found, self.files, self.max_file_bytes, self.symlinks)
+        return (self.text, self.found, self.files, self.max_file_bytes, self.symlinks, self.budget, self.used)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Soul):
@@ -168,20 +222,21 @@ class Soul:
     def __hash__(self) -> int:
         return hash(self._key())
 
-    def __reduce__(self) -> tuple[type[Soul], tuple[object, ...]]:
-        return (Soul, self._key())
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_unpickle, self._key())
 
     def __repr__(self) -> str:
-        return (
-            f"Soul(found={self.found!r}, max_file_bytes={self.max_file_bytes!r}, symlinks={self.symlinks!r})"
-        )
+        options = f"max_file_bytes={self.max_file_bytes!r}, symlinks={self.symlinks!r}"
+        if self.budget is not None:
+            options += f", budget={self.budget!r}"
+        return f"Soul(found={self.found!r}, {options})"
 
     def __str__(self) -> str:
         return self.text
 
     def as_dict(self) -> dict[str, object]:
-        """JSON-ready form: text, found, per-file report, digest, options."""
-        return {
+        """JSON-ready form: text, found, per-file report, digest, options (and the budget's)."""
+        record: dict[str, object] = {
             "text": self.text,
             "found": list(self.found),
             "files": [f.as_dict() for f in self.files],
@@ -189,6 +244,29 @@ class Soul:
             "max_file_bytes": self.max_file_bytes,
             "symlinks": self.symlinks,
         }
+        if self.budget is not None:
+            count = self.budget.count
+            record["budget"] = {
+                "total": self.budget.total,
+                "per_file": self.budget.per_file,
+                "keep": self.budget.keep,
+                "count": None if count is None else getattr(count, "__qualname__", repr(count)),
+            }
+            record["used"] = self.used
+            record["near_limit"] = self.near_limit
+        return record
+
+
+def _unpickle(  # noqa: PLR0917 - the fields of a Soul, as __reduce__ gives them
+    text: str,
+    found: tuple[str, ...],
+    files: tuple[FileReport, ...],
+    max_file_bytes: int,
+    symlinks: str,
+    budget: Budget | None,
+    used: int | None,
+) -> Soul:
+    return Soul(text, found, files, max_file_bytes, symlinks, budget=budget, used=used)
 
 
 class BootstrapFileError(OSError):
@@ -245,13 +323,33 @@ _MISSING: Final = Status.MISSING
 _ENOENT: Final = errnos.ENOENT
 
 
-def file_reports(names: Sequence[str], reads: Sequence[FileRead], symlinks: str) -> tuple[FileReport, ...]:
-    """One ``FileReport`` per name, from the reader's results for those names."""
+def file_reports(
+    names: Sequence[str], reads: Sequence[FileRead], symlinks: str, cuts: Sequence[Cut | None] | None = None
+) -> tuple[FileReport, ...]:
+    """One ``FileReport`` per name, from the reader's results (and a budget's cuts) for those names."""
+    if cuts is not None:
+        return _budgeted_reports(names, reads, symlinks, cuts)
     reports = []
     for name, read in zip(names, reads, strict=True):
         status, err, _, size, truncated, stable = read
         if status == _PRESENT:
-            report = _new_report(FileReport, (name, FileStatus.PRESENT, size, truncated, stable, None, None))
+            report = _new_report(
+                FileReport,
+                (
+                    name,
+                    FileStatus.PRESENT,
+                    size,
+                    truncated,
+                    stable,
+                    None,
+                    None,
+                    False,
+                    None,
+                    None,
+                    None,
+                    None,
+                ),
+            )
         elif status == _MISSING and err == _ENOENT:
             report = _absent(name)
         else:
@@ -259,6 +357,27 @@ def file_reports(names: Sequence[str], reads: Sequence[FileRead], symlinks: str)
             error = _describe(file_status, read, symlinks)
             report = FileReport(name, file_status, 0, False, stable, err or None, error)
         reports.append(report)
+    return tuple(reports)
+
+
+def _budgeted_reports(
+    names: Sequence[str], reads: Sequence[FileRead], symlinks: str, cuts: Sequence[Cut | None]
+) -> tuple[FileReport, ...]:
+    # With a budget, a file is shortened by the budget, never truncated at the cap.
+    reports = []
+    for plain, cut in zip(file_reports(names, reads, symlinks), cuts, strict=True):
+        if cut is None:
+            reports.append(plain)
+        else:
+            budgeted = plain._replace(
+                truncated=False,
+                cut=cut.cut,
+                kept=cut.kept,
+                left_out=cut.left_out,
+                kept_bytes=cut.kept_bytes,
+                left_out_bytes=cut.left_out_bytes,
+            )
+            reports.append(budgeted)
     return tuple(reports)
 
 

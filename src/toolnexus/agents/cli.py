@@ -20,6 +20,7 @@ from collections.abc import Iterator, Sequence
 from typing import BinaryIO, Final
 
 from . import ACCELERATED, __version__
+from ._args import Budget
 from ._compose import compose
 from ._format import MAX_BOOTSTRAP_FILE_BYTES
 from ._many import compose_many
@@ -28,7 +29,7 @@ from ._report import UNUSABLE, BootstrapFileError, FileReport, FileStatus, Soul
 __all__ = ["main"]
 
 EXIT_OK: Final = 0
-EXIT_PROBLEM: Final = 1  # a DIR is absent or not a directory, or a file exists but cannot be used
+EXIT_PROBLEM: Final = 1  # a DIR is absent or not a directory, a file cannot be used, or check --budget cuts
 EXIT_USAGE: Final = 2
 EXIT_PIPE: Final = 141  # 128 + SIGPIPE: what a shell reports for a tool whose reader went away
 
@@ -39,10 +40,17 @@ symlink policies (--symlinks):
            host that serves persona files written by its users should use
   refuse   skip a bootstrap file whose own name is a symlink
 
+budgets (--budget, --per-file):
+  the soul is fitted to N characters (or UTF-8 bytes, with --count bytes),
+  headings and markers included; each file is shortened fairly, keeping its
+  start and end around one line that names it and says how much was left
+  out. Files are read only as far as the budget can keep.
+
 exit status:
   0    done
   1    a DIR does not exist or is not a directory, or a bootstrap file
-       exists but cannot be used (check, batch, and any --strict)
+       exists but cannot be used (check, batch, and any --strict), or
+       (check --budget) the budget would cut a file
   2    usage: bad options or arguments, or a list or output file that
        cannot be used
   141  standard output was closed before all was written (as after | head)
@@ -72,6 +80,53 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
         help="which symlinks a bootstrap file may be reached through (default: %(default)s; "
         "see below, and use 'within' for files written by users)",
     )
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
+    return value
+
+
+def _add_budget(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--budget", type=_positive, metavar="N", help="fit the soul to N units, headings and markers included"
+    )
+    parser.add_argument(
+        "--per-file", type=_positive, metavar="N", help="keep at most N units of each file's body"
+    )
+    parser.add_argument(
+        "--keep",
+        choices=("head+tail", "head"),
+        default="head+tail",
+        help="what a cut file keeps: its start and its end (default), or its start",
+    )
+    parser.add_argument(
+        "--count",
+        choices=("chars", "bytes"),
+        default="chars",
+        help="the unit of --budget and --per-file: characters (default) or UTF-8 bytes",
+    )
+
+
+def utf8_bytes(text: str) -> int:
+    """A ``Budget.count`` in UTF-8 bytes (``--count bytes``)."""
+    return len(text.encode("utf-8"))
+
+
+def _budget(args: argparse.Namespace) -> Budget | None:
+    if args.budget is None and args.per_file is None:
+        return None
+    count = None if args.count == "chars" else utf8_bytes
+    return Budget(total=args.budget, per_file=args.per_file, keep=args.keep, count=count)
+
+
+def _unit(budget: Budget) -> str:
+    return "characters" if budget.count is None else "bytes"
 
 
 def _subparser(
@@ -107,10 +162,12 @@ def _parser() -> argparse.ArgumentParser:
         "--strict", action="store_true", help="fail (exit 1) when a file exists but cannot be used"
     )
     _add_options(comp)
+    _add_budget(comp)
 
     check = _subparser(commands, "check", "print a per-file table for each persona directory")
     check.add_argument("dirs", nargs="+", metavar="DIR", help=directory)
     _add_options(check)
+    _add_budget(check)
 
     batch = _subparser(commands, "batch", "compose many persona directories into JSON lines")
     batch.add_argument("dirs", nargs="*", metavar="DIR", help=directory)
@@ -128,6 +185,7 @@ def _parser() -> argparse.ArgumentParser:
         help="also report each file that exists but cannot be used on stderr; every line is still written",
     )
     _add_options(batch)
+    _add_budget(batch)
     return parser
 
 
@@ -202,7 +260,11 @@ def _cmd_compose(args: argparse.Namespace) -> int:
         return EXIT_PROBLEM
     try:
         soul = compose(
-            args.dir, max_file_bytes=args.max_file_bytes, symlinks=args.symlinks, strict=args.strict
+            args.dir,
+            max_file_bytes=args.max_file_bytes,
+            symlinks=args.symlinks,
+            strict=args.strict,
+            budget=_budget(args),
         )
     except BootstrapFileError as exc:
         _say(_problem(args.dir, exc.report))
@@ -221,22 +283,44 @@ def _cmd_compose(args: argparse.Namespace) -> int:
 # ---- check -------------------------------------------------------------------
 
 
+def _cut_note(report: FileReport, unit: str) -> str:
+    if not report.kept and report.kept is not None and report.left_out_bytes is not None:
+        return f"  left out: no room ({report.left_out_bytes:,} bytes)"
+    kept = f"kept {report.kept:,} {unit}"
+    if report.left_out is not None:
+        return f"  {kept} of {report.kept + report.left_out:,}"  # type: ignore[operator]
+    return f"  {kept}, {report.left_out_bytes:,} bytes left out"
+
+
 def _format_check(directory: str, soul: Soul) -> str:
     lines = [_shown(directory)]
+    unit = "" if soul.budget is None else _unit(soul.budget)
     for report in soul.files:
-        if report.truncated:
+        note = "" if report.status in (FileStatus.PRESENT, FileStatus.MISSING) else f"  {report.error}"
+        if report.cut:
+            state = "cut"
+            note = _cut_note(report, unit)
+        elif report.truncated:
             state = "truncated"
         elif report.status is FileStatus.PRESENT and not report.stable:
             state = "unstable"
         else:
             state = report.status.value
         size = f"{report.size:>10,d} B" if report.status is FileStatus.PRESENT else f"{'-':>12}"
-        note = "" if report.status in (FileStatus.PRESENT, FileStatus.MISSING) else f"  {report.error}"
         lines.append(f"  {report.name:<13}{state:<20}{size}{note}")
     lines.append(
         f"  {len(soul.found)} of {len(soul.files)} present, {len(soul.text):,d} characters,"
         f" sha256 {soul.digest[:16]}"
     )
+    if soul.budget is not None and soul.used is not None:
+        limit = (
+            "no total"
+            if soul.budget.total is None
+            else f"{soul.used / soul.budget.total:.0%} of {soul.budget.total:,}"
+        )
+        cut = f"{len(soul.cut)} cut: {', '.join(soul.cut)}" if soul.cut else "nothing cut"
+        near = ", near its limit" if soul.near_limit else ""
+        lines.append(f"  budget: {soul.used:,} {unit} ({limit}{near}); {cut}")
     return "\n".join(lines) + "\n"
 
 
@@ -250,8 +334,10 @@ def _cmd_check(args: argparse.Namespace) -> int:
             status = EXIT_PROBLEM
             _write(out, f"{_shown(directory)}  ({why})\n")
             continue
-        soul = compose(directory, max_file_bytes=args.max_file_bytes, symlinks=args.symlinks)
-        if any(report.status in UNUSABLE for report in soul.files):
+        soul = compose(
+            directory, max_file_bytes=args.max_file_bytes, symlinks=args.symlinks, budget=_budget(args)
+        )
+        if soul.cut or any(report.status in UNUSABLE for report in soul.files):
             status = EXIT_PROBLEM
         _write(out, _format_check(directory, soul))
     return status
@@ -303,6 +389,9 @@ def _batch_record(directory: str, soul: Soul, with_text: bool) -> dict[str, obje
     ]
     if problems:
         record["problems"] = problems
+    if soul.budget is not None:
+        record["cut"] = list(soul.cut)
+        record["used"] = soul.used
     if with_text:
         record["text"] = soul.text
     return record
@@ -360,7 +449,11 @@ def _cmd_batch(args: argparse.Namespace) -> int:
     try:
         for chunk in _chunks(dirs, _BATCH):
             souls = compose_many(
-                chunk, workers=args.workers, max_file_bytes=args.max_file_bytes, symlinks=args.symlinks
+                chunk,
+                workers=args.workers,
+                max_file_bytes=args.max_file_bytes,
+                symlinks=args.symlinks,
+                budget=_budget(args),
             )
             _write(out, _batch_lines(chunk, souls, args, tally))
             if progress:
