@@ -4,7 +4,8 @@
   probability 0.7, 200-8,000 bytes, mostly ASCII with some multi-byte text
   (one word in a hundred: accents, dashes, arrows, a little CJK);
 - large: homes with three 3 MB files of mixed scripts (ASCII, Tamil, emoji),
-  all truncated at the 2 MB cap;
+  all truncated at the 2 MB cap; ascii: the same of ASCII text; dense: four
+  3 MB files, one each of Tamil, CJK, Cyrillic and typographic English;
 - empty: homes with none of the files (seven misses each).
 
 Also the hand-written baseline: what hosts write today without this package.
@@ -63,15 +64,93 @@ def make_typical(root: Path, homes: int = 2000, seed: int = SEED) -> list[str]:
 
 def make_large(root: Path, homes: int = 4, seed: int = SEED) -> list[str]:
     """``homes`` directories with three 3 MB files of mixed scripts each."""
+    return _three_large_files(root, "large", homes, _MIXED, seed)
+
+
+def _three_large_files(root: Path, prefix: str, homes: int, words: list[str], seed: int) -> list[str]:
     rng = random.Random(seed)
     dirs = []
     for index in range(homes):
-        home = root / f"large-{index:02d}"
+        home = root / f"{prefix}-{index:02d}"
         home.mkdir(parents=True)
         for name in ("AGENTS.md", "TOOLS.md", "MEMORY.md"):
-            (home / name).write_bytes(_text(rng, 3 * 1024 * 1024, _MIXED, 0.0))
+            (home / name).write_bytes(_text(rng, 3 * 1024 * 1024, words, 0.0))
         dirs.append(str(home))
     return dirs
+
+
+# Dense text: words of each script, with the spaces and punctuation of real
+# prose; the English is what language models write, typographic quotes and all.
+DENSE: dict[str, list[str]] = {
+    "tamil": ["தமிழ்", "நினைவு", "முகவர்", "கருவிகள்", "பயனர்", "அடையாளம்", "இதயத்துடிப்பு", "ஆன்மா", "மற்றும்"],
+    "cjk": [
+        "記憶",
+        "代理人",
+        "道具",
+        "使用者",
+        "身元",
+        "心拍",
+        "魂",
+        "日本語の文章",
+        "中文文本",
+        "검색",
+        "한국어",
+    ],
+    "cyrillic": [
+        "память",
+        "агент",
+        "инструменты",
+        "пользователь",
+        "личность",
+        "сердцебиение",
+        "и",
+        "в",
+        "не",
+    ],
+    "english": [
+        "“Hello,”",
+        "she",
+        "said",
+        "—",
+        "‘it’s",
+        "fine.’",
+        "The",
+        "agent’s",
+        "notes",
+        "don’t",
+        "say",
+        "“always”",
+        "…",
+        "and",
+        "the",
+        "user’s",
+        "memory",
+        "isn’t",
+        "lost",
+    ],
+}
+
+
+def dense_text(script: str, size: int, seed: int = SEED) -> bytes:
+    """``size`` bytes (or a few less, ending on a character) of one script of DENSE."""
+    return _text(random.Random(seed), size, DENSE[script], 0.0)
+
+
+def make_dense(root: Path, homes: int = 2, seed: int = SEED) -> list[str]:
+    """``homes`` directories with four 3 MB files, one per dense script."""
+    dirs = []
+    for index in range(homes):
+        home = root / f"dense-{index:02d}"
+        home.mkdir(parents=True)
+        for name, script in zip(("AGENTS.md", "SOUL.md", "USER.md", "MEMORY.md"), DENSE, strict=True):
+            (home / name).write_bytes(dense_text(script, 3 * 1024 * 1024, seed + index))
+        dirs.append(str(home))
+    return dirs
+
+
+def make_ascii(root: Path, homes: int = 4, seed: int = SEED) -> list[str]:
+    """``homes`` directories with three 3 MB files of ASCII text each."""
+    return _three_large_files(root, "ascii", homes, _ASCII_WORDS, seed)
 
 
 def make_empty(root: Path, homes: int = 2000) -> list[str]:

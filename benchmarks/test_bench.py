@@ -3,7 +3,8 @@
     python -m pytest benchmarks --benchmark-enable --benchmark-group-by=group
 
 Each benchmark is one pass over a whole scenario (500 typical homes, 2 large
-homes, 500 empty homes); groups put the contenders of a scenario together.
+homes of mixed scripts, 2 of dense scripts, 500 empty homes); groups put the
+contenders of a scenario together.
 Without ``--benchmark-enable`` (as in CI) every pass runs once, untimed.
 """
 
@@ -14,8 +15,8 @@ from collections.abc import Callable
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
-from floor import DecodeFloor, SyscallFloor
-from scenarios import baseline_compose_soul, make_empty, make_large, make_typical
+from floor import DecodeFloor, SyscallFloor, TranscodeFloor
+from scenarios import baseline_compose_soul, make_dense, make_empty, make_large, make_typical
 from toolnexus.agents import (
     MAX_BOOTSTRAP_FILE_BYTES,
     Budget,
@@ -31,17 +32,18 @@ from toolnexus.agents import (
 TYPICAL_HOMES = 500
 LARGE_HOMES = 2
 
-SCENARIOS = ("typical", "large", "empty")
+SCENARIOS = ("typical", "large", "dense", "empty")
 READERS: tuple[_reader.ReaderName, ...] = ("compiled", "pure")
 
 
 @pytest.fixture(scope="module")
 def scenario_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
-    """The three scenarios' homes, generated once for the module."""
+    """The scenarios' homes, generated once for the module."""
     root = tmp_path_factory.mktemp("bench")
     return {
         "typical": make_typical(root, TYPICAL_HOMES),
         "large": make_large(root, LARGE_HOMES),
+        "dense": make_dense(root, LARGE_HOMES),
         "empty": make_empty(root, TYPICAL_HOMES),
     }
 
@@ -78,9 +80,20 @@ def test_syscall_floor(
     benchmark(SyscallFloor(scenario_dirs[scenario], MAX_BOOTSTRAP_FILE_BYTES))
 
 
-def test_decode_floor(benchmark: BenchmarkFixture, scenario_dirs: dict[str, list[str]]) -> None:
-    benchmark.group = "large"
-    benchmark(_over(DecodeFloor(MAX_BOOTSTRAP_FILE_BYTES), scenario_dirs["large"]))
+@pytest.mark.parametrize("scenario", ["large", "dense"])
+def test_decode_floor(
+    benchmark: BenchmarkFixture, scenario_dirs: dict[str, list[str]], scenario: str
+) -> None:
+    benchmark.group = scenario
+    benchmark(_over(DecodeFloor(MAX_BOOTSTRAP_FILE_BYTES), scenario_dirs[scenario]))
+
+
+@pytest.mark.parametrize("scenario", ["large", "dense"])
+def test_transcode_floor(
+    benchmark: BenchmarkFixture, scenario_dirs: dict[str, list[str]], scenario: str
+) -> None:
+    benchmark.group = scenario
+    benchmark(TranscodeFloor(scenario_dirs[scenario], MAX_BOOTSTRAP_FILE_BYTES))
 
 
 @pytest.mark.parametrize("how", ["cold compose", "warm cache", "compose_many x2"])

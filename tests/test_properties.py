@@ -11,12 +11,12 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from conftest import WITHOUT_EXTENSION, compose_files
-from spec_reference import BOOTSTRAP_ORDER, WHITE_SPACE, body_text, compose_layout
-from toolnexus.agents import _reader, compose_soul
+from spec_reference import BOOTSTRAP_ORDER, WHITE_SPACE, body_text, compose_layout, notice
+from toolnexus.agents import _capread_py, _reader, compose_soul
 from toolnexus.agents._reader import FileRead, Status
 
 if WITHOUT_EXTENSION:
@@ -137,6 +137,19 @@ def test_trimming_bytes_equals_trimming_text(lead: str, middle: bytes, trail: st
     # trims the decoded text. Any bytes between runs of White_Space, any cap.
     data = lead.encode() + middle + trail.encode()
     assert body_of({"IDENTITY.md": data}, cap) == body_text(data, cap)
+
+
+@example(lead="", middle=b"\xef\xbb\xbf \xef\xbb\xbf\xc2\xa0", trail="\u3000", cap=64)
+@given(lead=spaces, middle=contents, trail=spaces, cap=caps)
+def test_pure_reader_trims_bytes_as_the_format_trims_text(
+    lead: str, middle: bytes, trail: str, cap: int
+) -> None:
+    # The pure twin trims the bytes of a large body before decoding it (the
+    # small ones it decodes first and strips, as the tests above see), so its
+    # byte trim is checked here on small data, against the format's reference.
+    data = lead.encode() + middle + trail.encode()
+    cut = "\n" + notice(cap) if len(data) > cap else ""
+    assert _capread_py._decode_trimmed(data, cap) + cut == body_text(data, cap)
 
 
 windows = st.tuples(st.integers(0, 80), st.integers(0, 40))

@@ -33,6 +33,23 @@ class FileRead(NamedTuple):
 
 Layout = tuple[Sequence[str], Sequence[str], Sequence[str], str]
 
+class Excerpt(NamedTuple):
+    """What ``read_excerpts`` read of one name."""
+
+    read: FileRead
+    length: int
+    head: str | None
+    tail: str | None
+    gap: int
+
+def read_excerpts(
+    directory: bytes, names: Sequence[bytes], cap: int, symlinks: int, windows: Sequence[tuple[int, int]]
+) -> tuple[Excerpt, ...]:
+    """Read at most the first ``head`` and the last ``tail`` bytes of each of ``names``."""
+
+def decode_utf8(data: bytes) -> str:
+    """``data`` decoded as UTF-8, with U+FFFD for what is ill-formed, as ``bytes.decode`` does."""
+
 def compose_homes(
     directories: Sequence[bytes], names: Sequence[bytes], cap: int, symlinks: int, layout: Layout
 ) -> list[tuple[str, tuple[str, ...], tuple[FileRead, ...]]]:

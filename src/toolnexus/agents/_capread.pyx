@@ -45,12 +45,20 @@ cdef extern from "_capread_utf8.h" nogil:
     void tnx_trim(const unsigned char *s, size_t *start, size_t *end)
     void tnx_trim_start(const unsigned char *s, size_t *start, size_t end)
     void tnx_trim_end(const unsigned char *s, size_t start, size_t *end)
-    int tnx_utf8_scan(const unsigned char *s, size_t n, size_t *nchars, uint32_t *maxchar)
-    void tnx_utf8_fill(const unsigned char *s, size_t n, void *out, int kind, uint32_t maxchar)
+    ctypedef struct tnx_text:
+        size_t nchars
+        uint32_t maxchar
+    void tnx_utf8_init()
+    int tnx_utf8_scan(const unsigned char *s, size_t n, tnx_text *text)
+    void tnx_utf8_fill(const unsigned char *s, size_t n, const tnx_text *text, void *out, int kind,
+                       size_t room)
     void tnx_copy_chars(const void *src, int from_kind, size_t n, void *dst, int to_kind)
 
 cdef extern from "Python.h":
     Py_UCS4 PyUnicode_MAX_CHAR_VALUE(object o)
+
+
+tnx_utf8_init()
 
 
 cpdef enum Status:
@@ -123,9 +131,8 @@ cdef struct Outcome:
     # Set for a present file, by _plan(), without the GIL:
     size_t body  # where the body starts in the arena (after cut, BOM and trim)
     size_t body_len
-    bint well_formed  # if so, nchars and maxchar say what it decodes to
-    size_t nchars
-    uint32_t maxchar
+    bint well_formed  # if so, utf8 says what it decodes to
+    tnx_text utf8
     # Set with the GIL when the body is not well formed: CPython's decoding of it
     # (a str the batch keeps alive).
     bint decoded
@@ -134,6 +141,7 @@ cdef struct Outcome:
 cdef struct Target:  # a soul being filled
     void *data
     int kind
+    size_t length
 
 
 cdef int _reserve(Buffer *buf, size_t need) noexcept nogil:
@@ -456,10 +464,8 @@ cdef void _plan(Outcome *out, const char *arena, size_t cap) noexcept nogil:
     out.body = out.offset + start
     out.body_len = end - start
     out.decoded = False
-    # Ill-formed text, and dense multi-byte text (Tamil, emoji, CJK) where
-    # CPython's decoder is faster even holding the GIL, go to CPython.
-    out.well_formed = tnx_utf8_scan(data + start, out.body_len, &out.nchars,
-                                    &out.maxchar) == TNX_SCAN_OK
+    # Ill-formed text goes to CPython, whose U+FFFD replacement is the rule.
+    out.well_formed = tnx_utf8_scan(data + start, out.body_len, &out.utf8) == TNX_SCAN_OK
 
 
 cdef void _read_home(const char *directory, const char **names, Py_ssize_t nnames, int policy,
@@ -617,8 +623,8 @@ cdef size_t _size_soul(Outcome *outs, Py_ssize_t nnames, _Layout layout, const c
         length += head.length
         maxchar[0] = max(maxchar[0], head.maxchar)
         if out.well_formed:
-            length += out.nchars
-            maxchar[0] = max(maxchar[0], out.maxchar)
+            length += out.utf8.nchars
+            maxchar[0] = max(maxchar[0], out.utf8.maxchar)
         else:
             decoded = PyUnicode_DecodeUTF8(arena + out.body, <Py_ssize_t>out.body_len, "replace")
             keep.append(decoded)
@@ -654,9 +660,9 @@ cdef void _fill_soul(Target *target, Outcome *outs, Py_ssize_t nnames, _Layout l
         if out.decoded:
             at = _put_chars(target, at, out.text)
         else:
-            tnx_utf8_fill(<const unsigned char *>arena + out.body, out.body_len,
-                          <char *>target.data + at * <size_t>target.kind, target.kind, out.maxchar)
-            at += out.nchars
+            tnx_utf8_fill(<const unsigned char *>arena + out.body, out.body_len, &out.utf8,
+                          <char *>target.data + at * <size_t>target.kind, target.kind, target.length - at)
+            at += out.utf8.nchars
         if out.truncated:
             at = _put_chars(target, at, layout.notice)
 
@@ -729,6 +735,7 @@ cdef list _compose_batch(Outcome *outs, Py_ssize_t count, Py_ssize_t nnames, _La
             homes.append(_composed(soul, &outs[home * nnames], nnames, layout))
             targets[home].data = PyUnicode_DATA(soul)
             targets[home].kind = PyUnicode_KIND(soul)
+            targets[home].length = length
             pending += length
         if pending > NOGIL_FILL_BYTES:
             with nogil:
@@ -925,3 +932,26 @@ def read_excerpts(bytes directory, names, Py_ssize_t cap, int symlinks, windows)
 
 
 _MISSING_EXCERPT = Excerpt(_MISSING_ENOENT, 0, None, None, 0)
+
+
+def decode_utf8(const unsigned char[::1] data):
+    """``data`` decoded as UTF-8, with U+FFFD for what is ill-formed, as ``bytes.decode`` does.
+
+    The decoder the readers use, on its own: for tests and benchmarks.
+    """
+    cdef size_t n = data.shape[0]
+    cdef tnx_text utf8
+    cdef const unsigned char *s = &data[0] if n else NULL
+    if n == 0:
+        return ""
+    if tnx_utf8_scan(s, n, &utf8) != TNX_SCAN_OK:
+        return PyUnicode_DecodeUTF8(<const char *>s, <Py_ssize_t>n, "replace")
+    text = PyUnicode_New(<Py_ssize_t>utf8.nchars, utf8.maxchar)
+    cdef void *out = PyUnicode_DATA(text)
+    cdef int kind = PyUnicode_KIND(text)
+    if n > NOGIL_FILL_BYTES:
+        with nogil:
+            tnx_utf8_fill(s, n, &utf8, out, kind, utf8.nchars)
+    else:
+        tnx_utf8_fill(s, n, &utf8, out, kind, utf8.nchars)
+    return text

@@ -20,7 +20,16 @@ import time
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-__all__ = ["Excerpt", "FileRead", "Layout", "Policy", "Status", "compose_homes", "read_excerpts"]
+__all__ = [
+    "Excerpt",
+    "FileRead",
+    "Layout",
+    "Policy",
+    "Status",
+    "compose_homes",
+    "decode_utf8",
+    "read_excerpts",
+]
 
 
 class Status(enum.IntEnum):
@@ -296,29 +305,35 @@ def _read_entry(
     file's length as read. ``tail`` 0 is the plain capped read.
     """
     before = os.fstat(fd)
-    kind = stat.S_IFMT(before.st_mode)
-    if kind != stat.S_IFREG:
+    kind = before.st_mode & _S_IFMT
+    if kind != _S_IFREG:
         return FileRead(Status.NOT_REGULAR, 0, kind, 0, False, True), None, b"", 0
+    first, one_read = _read_capped(fd, want, before.st_size)
+    got = len(first)
+    if one_read and got < want and got <= _PAGE and got <= before.st_size:  # _trusted, inline: the usual case
+        return _new_read(FileRead, (_PRESENT, 0, kind, got, False, True)), first, b"", got
     tries = 1
     while True:
-        first, one_read = _read_capped(fd, want, before.st_size)
-        last, end = b"", len(first)
-        if len(first) == want:  # longer than what is read from its start
+        if tries > 1:
+            first, one_read = _read_capped(fd, want, before.st_size)
+            got = len(first)
+        last, end = b"", got
+        if got == want:  # longer than what is read from its start
             if tail:
                 last, end = _read_last(fd, tail, before.st_size, want, limit)
             else:  # its length, as fstat says (at least what was read)
                 end = max(before.st_size, want)
-        stable = not last and _trusted(len(first), before, one_read)
+        stable = not last and _trusted(got, before, one_read)
         if stable:
             break
         # A writer rewriting in place could have torn it: look again.
         after = os.fstat(fd)
         if (
             _same(before, after)
-            and _fits(max(len(first), end), after)
+            and _fits(end, after)  # end >= got
             and (
                 (tries == 1 and not _recent(after))
-                or (_verify(fd, first) and _verify(fd, last, end - len(last)))
+                or (_verify(fd, first) and (not last or _verify(fd, last, end - len(last))))
             )
         ):
             stable = True
@@ -330,12 +345,13 @@ def _read_entry(
         before = after
         os.lseek(fd, 0, os.SEEK_SET)
         tries += 1
-    size = len(first) + len(last)
     # tuple.__new__ skips the NamedTuple's Python-level __new__: this runs per file.
-    return _new_read(FileRead, (_PRESENT, 0, kind, size, len(first) == want, stable)), first, last, end
+    return _new_read(FileRead, (_PRESENT, 0, kind, got + len(last), got == want, stable)), first, last, end
 
 
 _new_read = tuple.__new__
+_S_IFMT = 0o170000
+_S_IFREG = stat.S_IFREG
 _PRESENT = Status.PRESENT
 _MISSING = Status.MISSING
 # The most common result of all, shared instead of built per name.
@@ -354,6 +370,12 @@ _ASCII_SPACE = b"\t\n\x0b\x0c\r "
 # Bytes that can start or end a White_Space character.
 _SPACE_STARTS = frozenset([*_ASCII_SPACE, 0xC2, 0xE1, 0xE2, 0xE3])
 _SPACE_ENDS = frozenset([*_ASCII_SPACE, *range(0x80, 0xC0)])
+# The same set as text, and the size up to which _compose_home decodes a whole
+# body first and trims it after.
+_WHITESPACE = (
+    "\t\n\v\f\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
+)
+_DECODE_THEN_STRIP = 64 * 1024
 
 
 def _trim_end(data: bytes | bytearray, start: int, end: int) -> int:
@@ -391,6 +413,12 @@ def _body(data: bytes | bytearray, cap: int) -> tuple[int, int]:
     return start, _trim_end(data, start, end)
 
 
+def _decode_trimmed(data: bytes | bytearray, cap: int) -> str:
+    """The body of ``data``, as ``_body`` finds it, decoded with U+FFFD for what is ill-formed."""
+    start, end = _body(data, cap)
+    return str(memoryview(data)[start:end], "utf-8", "replace")
+
+
 def _open_dir(directory: bytes) -> int | FileRead:
     """A descriptor for ``directory`` (-1 where there is no dir_fd), or what every name reads as."""
     if not _HAVE_DIR_FD:
@@ -402,23 +430,31 @@ def _open_dir(directory: bytes) -> int | FileRead:
         return FileRead(_MISSING if err in _ABSENT else Status.UNREADABLE, err, 0, 0, False, True)
 
 
-def _read_name(
-    dirfd: int, directory: bytes, name: bytes, symlinks: int, *, want: int, tail: int, limit: int
+def _read_name(  # noqa: PLR0917 - positional: keywords cost per call, and this runs per name
+    dirfd: int, directory: bytes, name: bytes, symlinks: int, want: int, tail: int, limit: int
 ) -> tuple[FileRead, bytes | bytearray | None, bytes, int]:
     """Open ``name`` as the policy says and ``_read_entry`` it; any trouble is in the FileRead."""
     try:
         fd = _open_entry(dirfd, directory, name, symlinks)
     except OSError as exc:
-        err = exc.errno or errno.EIO
-        if err == errno.ENOENT:
-            return _MISSING_ENOENT, None, b"", 0
-        return FileRead(_classify_open_error(err, symlinks), err, 0, 0, False, True), None, b"", 0
+        return _not_opened(exc, symlinks), None, b"", 0
     try:
         return _read_entry(fd, want, tail, limit)
     except OSError as exc:
-        return FileRead(Status.UNREADABLE, exc.errno or errno.EIO, stat.S_IFREG, 0, False, True), None, b"", 0
+        return _not_read(exc), None, b"", 0
     finally:
         os.close(fd)
+
+
+def _not_opened(exc: OSError, symlinks: int) -> FileRead:
+    err = exc.errno or errno.EIO
+    if err == errno.ENOENT:
+        return _MISSING_ENOENT
+    return FileRead(_classify_open_error(err, symlinks), err, 0, 0, False, True)
+
+
+def _not_read(exc: OSError) -> FileRead:
+    return FileRead(Status.UNREADABLE, exc.errno or errno.EIO, stat.S_IFREG, 0, False, True)
 
 
 def _compose_home(
@@ -432,20 +468,38 @@ def _compose_home(
     pieces: list[str] = []
     found: list[str] = []
     reads: list[FileRead] = []
+    want = cap + 1
     try:
         for index, name in enumerate(names):
-            read, data, _, _ = _read_name(
-                dirfd, directory, name, symlinks, want=cap + 1, tail=0, limit=cap + 1
-            )
+            # _read_name, inline: this loop runs per name.
+            try:
+                fd = _open_entry(dirfd, directory, name, symlinks)
+            except OSError as exc:
+                reads.append(_not_opened(exc, symlinks))
+                continue
+            try:
+                read, data, _, _ = _read_entry(fd, want, 0, want)
+            except OSError as exc:
+                read, data = _not_read(exc), None
+            finally:
+                os.close(fd)
             reads.append(read)
             if data is None:
                 continue
             found.append(files[index])
             pieces.append(nexts[index] if pieces else firsts[index])
-            start, end = _body(data, cap)
-            pieces.append(str(memoryview(data)[start:end], "utf-8", "replace"))
-            if len(data) > cap:
-                pieces.append(notice)
+            size = len(data)
+            if size <= _DECODE_THEN_STRIP and size <= cap:
+                # Small and whole: decoding, then str.strip() in C, costs less
+                # than finding the ends in Python, and its copy is small. The
+                # same text, for the reason the byte trim is exact.
+                text = str(data, "utf-8", "replace")
+                pieces.append((text[1:] if text[:1] == "\ufeff" else text).strip(_WHITESPACE))
+            else:  # trimmed by offsets, so that megabytes are not copied twice
+                pieces.append(_decode_trimmed(data, cap))
+                if size > cap:
+                    pieces.append(notice)
+            del data  # now, so that the next file's read can have its memory
     finally:
         if dirfd >= 0:
             os.close(dirfd)
@@ -543,9 +597,8 @@ def read_excerpts(
     excerpts = []
     try:
         for name, (head, tail) in zip(names, windows, strict=True):
-            read, first, last, end = _read_name(
-                dirfd, directory, name, symlinks, want=head + tail + 1, tail=tail, limit=cap + 1
-            )
+            want = head + tail + 1
+            read, first, last, end = _read_name(dirfd, directory, name, symlinks, want, tail, cap + 1)
             if first is None:
                 excerpts.append(Excerpt(read, 0, None, None, 0))
             else:
@@ -574,3 +627,11 @@ def _check_layout(layout: Layout, count: int) -> None:
             if type(text) is not str:
                 raise TypeError("layout must hold str only")
     _checked_layout = (layout, count)
+
+
+def decode_utf8(data: bytes) -> str:
+    """``data`` decoded as UTF-8, with U+FFFD for what is ill-formed, as ``bytes.decode`` does.
+
+    The decoder the readers use, on its own: for tests and benchmarks.
+    """
+    return str(data, "utf-8", "replace")
