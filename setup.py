@@ -1,4 +1,4 @@
-"""Build the optional ``_capread`` extension; everything else is in pyproject.toml.
+"""Build the optional extensions (``_capread``; ``_notify`` on Linux); everything else is in pyproject.toml.
 
 A source install without a working compiler falls back to the pure-Python
 reader with a warning. A wheel build (``CIBUILDWHEEL=1``) or
@@ -24,6 +24,8 @@ NO_EXTENSIONS = _flag("TOOLNEXUS_SOUL_NO_EXTENSIONS")
 REQUIRE_EXTENSIONS = _flag("TOOLNEXUS_SOUL_REQUIRE_EXTENSIONS") or _flag("CIBUILDWHEEL")
 # The reader is POSIX (openat, pread, O_NOFOLLOW); Windows gets the pure one.
 SUPPORTED = sys.platform != "win32" and sys.implementation.name == "cpython"
+# The notifier is inotify, which only Linux has.
+LINUX = sys.platform.startswith("linux")
 
 WARNING = """
 *********************************************************************
@@ -67,12 +69,16 @@ def _extensions() -> list[Extension]:
             raise
         sys.stderr.write(WARNING.format(reason=f"Cython is not installed: {exc}"))
         return []
-    extension = Extension(
-        "toolnexus.agents._capread",
-        ["src/toolnexus/agents/_capread.pyx"],
-        depends=["src/toolnexus/agents/_capread_os.h", "src/toolnexus/agents/_capread_utf8.h"],
-    )
-    return cythonize([extension], compiler_directives={"language_level": "3"}, quiet=True)
+    extensions = [
+        Extension(
+            "toolnexus.agents._capread",
+            ["src/toolnexus/agents/_capread.pyx"],
+            depends=["src/toolnexus/agents/_capread_os.h", "src/toolnexus/agents/_capread_utf8.h"],
+        )
+    ]
+    if LINUX:
+        extensions.append(Extension("toolnexus.agents._notify", ["src/toolnexus/agents/_notify.pyx"]))
+    return cythonize(extensions, compiler_directives={"language_level": "3"}, quiet=True)
 
 
 setup(ext_modules=_extensions(), cmdclass={"build_ext": OptionalBuildExt})

@@ -96,7 +96,7 @@ def test_transcode_floor(
     benchmark(TranscodeFloor(scenario_dirs[scenario], MAX_BOOTSTRAP_FILE_BYTES))
 
 
-@pytest.mark.parametrize("how", ["cold compose", "warm cache", "compose_many x2"])
+@pytest.mark.parametrize("how", ["cold compose", "warm cache, stat", "warm cache, auto", "compose_many x2"])
 def test_many(
     benchmark: BenchmarkFixture,
     monkeypatch: pytest.MonkeyPatch,
@@ -107,12 +107,12 @@ def test_many(
     benchmark.group = "many (typical, compiled)"
     if how == "cold compose":
         benchmark(_over(compose, dirs))
-    elif how == "warm cache":
+    elif how.startswith("warm cache"):
         # The files were just written: move the cache's clock past the racy
-        # window instead of sleeping, so that warm calls are hits.
+        # window instead of sleeping, so that warm stat-validated calls are hits.
         real = _cache._clock
         monkeypatch.setattr(_cache, "_clock", lambda: real() + 10 * _cache.RACY_WINDOW_NS)
-        cache = SoulCache(maxsize=len(dirs))
+        cache = SoulCache(maxsize=len(dirs), validate="stat" if how.endswith("stat") else "auto")
         _over(cache.compose, dirs)()
         benchmark(_over(cache.compose, dirs))
         assert cache.stats.misses == len(dirs)

@@ -91,6 +91,17 @@ def write(home: Path) -> Writer:
     return _write
 
 
+def make_homes(root: Path, count: int) -> list[Path]:
+    """``count`` homes ``root/h0``, ``root/h1``, ...: each a SOUL.md saying ``soul <index>``."""
+    homes = []
+    for index in range(count):
+        home = root / f"h{index}"
+        home.mkdir()
+        (home / "SOUL.md").write_text(f"soul {index}")
+        homes.append(home)
+    return homes
+
+
 def is_root() -> bool:
     return hasattr(os, "geteuid") and os.geteuid() == 0
 

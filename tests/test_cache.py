@@ -1,17 +1,25 @@
-"""SoulCache: the same object while nothing changed, never stale, on both readers."""
+"""SoulCache: the same object while nothing changed, never stale, on both readers.
+
+The staleness cases run on both ways of validating: ``notify`` with no pause
+between a write and the next compose, ``stat`` with the racy window off and
+a tick of the timestamp clock between them. What only one way has (the racy
+window; inotify's own edges) is tested on its own, here and in
+test_cache_notify.py.
+"""
 
 from __future__ import annotations
 
 import os
 import threading
 import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from conftest import Writer
-from toolnexus.agents import BootstrapFileError, CacheStats, SoulCache, _cache, compose
+from conftest import Writer, make_homes
+from toolnexus.agents import BootstrapFileError, CacheStats, SoulCache, Validate, _cache, compose
 
 
 @pytest.fixture
@@ -34,112 +42,142 @@ def tick() -> None:
     time.sleep(0.03)
 
 
-def test_hit_returns_the_same_object(home: Path, write: Writer, aged: None) -> None:
+class Mode:
+    """A way of validating, for tests that must hold for both."""
+
+    def __init__(self, validate: Validate, settle: Callable[[], None]) -> None:
+        self.validate = validate
+        self.settle = settle  # between a write and the compose that must see it
+
+    def cache(self, maxsize: int = 1024) -> SoulCache:
+        return SoulCache(maxsize, validate=self.validate)
+
+    def stats(
+        self, hits: int, misses: int, stale: int, size: int, maxsize: int = 1024, homes: int = 1
+    ) -> CacheStats:
+        notified = homes if self.validate == "notify" else 0
+        return CacheStats(hits, misses, stale, size, maxsize, notified, homes - notified)
+
+
+@pytest.fixture(params=["notify", "stat"])
+def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Mode]:
+    if request.param == "stat":
+        request.getfixturevalue("no_racy_window")
+        yield Mode("stat", tick)
+    else:
+        yield Mode("notify", lambda: None)
+
+
+def test_hit_returns_the_same_object(home: Path, write: Writer, mode: Mode) -> None:
     write("SOUL.md", "soul")
-    cache = SoulCache()
+    mode.settle()
+    cache = mode.cache()
     first = cache.compose(home)
     assert first.text == "## SOUL.md\n\nsoul"
     assert cache.compose(home) is first
     assert cache.compose(str(home)) is first
-    assert cache.stats == CacheStats(hits=2, misses=1, stale=0, size=1, maxsize=1024)
+    assert cache.stats == mode.stats(hits=2, misses=1, stale=0, size=1)
 
 
 def test_fresh_files_are_reread_but_keep_identity(home: Path, write: Writer) -> None:
     write("SOUL.md", "soul")
-    cache = SoulCache()
+    cache = SoulCache(validate="stat")
     first = cache.compose(home)
     # Written just now: within the racy window, so not trusted, but re-reading
     # finds the same soul and hands back the same object.
     assert cache.compose(home) is first
-    assert cache.stats == CacheStats(hits=0, misses=1, stale=1, size=1, maxsize=1024)
+    assert cache.stats == CacheStats(hits=0, misses=1, stale=1, size=1, maxsize=1024, stat_checked=1)
 
 
-def test_same_size_rewrite_with_mtime_restored(home: Path, write: Writer) -> None:
+def test_notified_files_are_trusted_at_once(home: Path, write: Writer) -> None:
+    write("SOUL.md", "soul")
+    cache = SoulCache(validate="notify")
+    first = cache.compose(home)
+    # No racy window: the kernel reports a write before the write returns.
+    assert cache.compose(home) is first
+    assert cache.stats == CacheStats(hits=1, misses=1, stale=0, size=1, maxsize=1024, notified=1)
+
+
+def test_same_size_rewrite_with_mtime_restored(home: Path, write: Writer, mode: Mode) -> None:
     path = write("SOUL.md", "version A")
-    cache = SoulCache()
-    assert cache.compose(home).text == "## SOUL.md\n\nversion A"
+    cache = mode.cache()
+    first = cache.compose(home)
+    assert first.text == "## SOUL.md\n\nversion A"
+    assert cache.compose(home) is first
+    mode.settle()
     before = path.stat()
-    path.write_text("version B")  # same size, same second
-    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    path.write_text("version B")  # same size
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # ctime still moves
     assert path.stat().st_size == before.st_size
     assert path.stat().st_mtime_ns == before.st_mtime_ns
-    assert cache.compose(home).text == "## SOUL.md\n\nversion B"
-
-
-@pytest.mark.usefixtures("no_racy_window")
-def test_signature_alone_sees_a_same_size_rewrite(home: Path, write: Writer) -> None:
-    path = write("SOUL.md", "version A")
-    cache = SoulCache()
-    first = cache.compose(home)
-    assert cache.compose(home) is first
-    tick()
-    before = path.stat()
-    path.write_text("version B")
-    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # ctime still moves
     assert cache.compose(home).text == "## SOUL.md\n\nversion B"
     assert cache.stats.stale == 1
 
 
-@pytest.mark.usefixtures("no_racy_window")
-def test_swap_by_rename(home: Path, write: Writer) -> None:
+def test_swap_by_rename(home: Path, write: Writer, mode: Mode) -> None:
     write("MEMORY.md", "old memory")
-    cache = SoulCache()
+    cache = mode.cache()
     assert cache.compose(home).text == "## MEMORY.md\n\nold memory"
+    mode.settle()
     write("MEMORY.md.tmp", "new memory")
     os.replace(home / "MEMORY.md.tmp", home / "MEMORY.md")
     assert cache.compose(home).text == "## MEMORY.md\n\nnew memory"
 
 
-@pytest.mark.usefixtures("no_racy_window")
-def test_added_and_deleted_files(home: Path, write: Writer) -> None:
+def test_added_and_deleted_files(home: Path, write: Writer, mode: Mode) -> None:
     write("SOUL.md", "soul")
-    cache = SoulCache()
+    cache = mode.cache()
     assert cache.compose(home).found == ("SOUL.md",)
     write("AGENTS.md", "agents")
+    mode.settle()
     assert cache.compose(home).found == ("AGENTS.md", "SOUL.md")
     (home / "SOUL.md").unlink()
+    mode.settle()
     assert cache.compose(home).text == "## AGENTS.md\n\nagents"
     (home / "AGENTS.md").unlink()
+    mode.settle()
     assert cache.compose(home).text == ""
 
 
-@pytest.mark.usefixtures("no_racy_window")
-def test_file_turned_into_a_symlink(tmp_path: Path, home: Path, write: Writer) -> None:
+def test_file_turned_into_a_symlink(tmp_path: Path, home: Path, write: Writer, mode: Mode) -> None:
     write("SOUL.md", "same words")
     (tmp_path / "elsewhere.md").write_text("same words")
-    cache = SoulCache()
+    cache = mode.cache()
     first = cache.compose(home)
     (home / "SOUL.md").unlink()
     (home / "SOUL.md").symlink_to(tmp_path / "elsewhere.md")
+    mode.settle()
     # follow: same text, so the same object comes back, but it was re-read.
     assert cache.compose(home) is first
     assert cache.stats.stale == 1
     # within: the cached "within" soul must not survive the swap to an outside link.
-    within = SoulCache()
+    within = mode.cache()
     (home / "SOUL.md").unlink()
     write("SOUL.md", "inside")
     assert within.compose(home, symlinks="within").text == "## SOUL.md\n\ninside"
     (home / "SOUL.md").unlink()
     (home / "SOUL.md").symlink_to(tmp_path / "elsewhere.md")
+    mode.settle()
     assert within.compose(home, symlinks="within").text == ""
 
 
-@pytest.mark.usefixtures("no_racy_window")
-def test_symlink_retargeted(home: Path, write: Writer) -> None:
+def test_symlink_retargeted(home: Path, write: Writer, mode: Mode) -> None:
     write("a.md", "first target")
     write("b.md", "second target")
     (home / "USER.md").symlink_to("a.md")
-    cache = SoulCache()
+    cache = mode.cache()
     assert cache.compose(home).text == "## USER.md\n\nfirst target"
     (home / "USER.md").unlink()
     (home / "USER.md").symlink_to("b.md")
+    mode.settle()
     assert cache.compose(home).text == "## USER.md\n\nsecond target"
     assert cache.compose(home, symlinks="refuse").text == ""
 
 
-def test_options_are_part_of_the_key(home: Path, write: Writer, aged: None) -> None:
+def test_options_are_part_of_the_key(home: Path, write: Writer, mode: Mode) -> None:
     write("SOUL.md", "abcdef")
-    cache = SoulCache()
+    mode.settle()
+    cache = mode.cache()
     full = cache.compose(home)
     capped = cache.compose(home, max_file_bytes=3)
     assert capped.text == "## SOUL.md\n\nabc\n[truncated: exceeds 3 bytes bootstrap cap]"
@@ -149,25 +187,27 @@ def test_options_are_part_of_the_key(home: Path, write: Writer, aged: None) -> N
     assert len(cache) == 3
 
 
-def test_lru_eviction(tmp_path: Path, aged: None) -> None:
+def test_lru_eviction(tmp_path: Path, mode: Mode) -> None:
     homes = []
     for name in ("a", "b", "c"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "SOUL.md").write_text(name)
         homes.append(tmp_path / name)
-    cache = SoulCache(maxsize=2)
+    mode.settle()
+    cache = mode.cache(maxsize=2)
     first_a = cache.compose(homes[0])
     cache.compose(homes[1])
     assert cache.compose(homes[0]) is first_a  # a is now the most recent
     cache.compose(homes[2])  # evicts b
     assert cache.compose(homes[0]) is first_a
     cache.compose(homes[1])
-    assert cache.stats == CacheStats(hits=2, misses=4, stale=0, size=2, maxsize=2)
+    assert cache.stats == mode.stats(hits=2, misses=4, stale=0, size=2, maxsize=2, homes=2)
 
 
-def test_invalidate_and_clear(home: Path, write: Writer, aged: None) -> None:
+def test_invalidate_and_clear(home: Path, write: Writer, mode: Mode) -> None:
     write("SOUL.md", "soul")
-    cache = SoulCache()
+    mode.settle()
+    cache = mode.cache()
     first = cache.compose(home)
     cache.compose(home, max_file_bytes=2)
     assert cache.invalidate(home) == 2
@@ -177,12 +217,16 @@ def test_invalidate_and_clear(home: Path, write: Writer, aged: None) -> None:
     assert second == first
     cache.clear()
     assert cache.stats == CacheStats(hits=0, misses=0, stale=0, size=0, maxsize=1024)
-    assert repr(cache) == "SoulCache(size=0, maxsize=1024, hits=0, misses=0, stale=0)"
+    assert repr(cache) == (
+        f"SoulCache(size=0, maxsize=1024, validate={mode.validate!r}, hits=0, misses=0, stale=0, "
+        "notified=0, stat_checked=0)"
+    )
 
 
-def test_strict_raises_from_the_cache_too(home: Path, aged: None) -> None:
+def test_strict_raises_from_the_cache_too(home: Path, mode: Mode) -> None:
     (home / "USER.md").mkdir()
-    cache = SoulCache()
+    mode.settle()
+    cache = mode.cache()
     for _ in range(2):
         with pytest.raises(BootstrapFileError) as caught:
             cache.compose(home, strict=True)
@@ -191,23 +235,23 @@ def test_strict_raises_from_the_cache_too(home: Path, aged: None) -> None:
     assert cache.stats.hits == 2
 
 
-def test_missing_directory_is_cached_and_then_found(tmp_path: Path) -> None:
-    home = tmp_path / "later"
-    cache = SoulCache()
+def test_missing_directory_is_cached_and_then_found(tmp_path: Path, mode: Mode) -> None:
+    home = tmp_path / "later" / "home"
+    cache = mode.cache()
     assert cache.compose(home).text == ""
-    home.mkdir()
+    assert cache.compose(home).text == ""
+    home.mkdir(parents=True)
+    mode.settle()
+    assert cache.compose(home).text == ""
     (home / "SOUL.md").write_text("arrived")
+    mode.settle()
     assert cache.compose(home).text == "## SOUL.md\n\narrived"
 
 
-def test_threads_share_one_cache(tmp_path: Path, aged: None) -> None:
-    homes = []
-    for index in range(8):
-        home = tmp_path / f"h{index}"
-        home.mkdir()
-        (home / "SOUL.md").write_text(f"soul {index}")
-        homes.append(home)
-    cache = SoulCache(maxsize=4)
+def test_threads_share_one_cache(tmp_path: Path, mode: Mode) -> None:
+    homes = make_homes(tmp_path, 8)
+    mode.settle()
+    cache = mode.cache(maxsize=4)
     expected = {str(h): compose(h).text for h in homes}
     barrier = threading.Barrier(4)
 
@@ -239,6 +283,12 @@ def test_bad_maxsize(value: object, error: type[Exception], message: str) -> Non
     with pytest.raises(error) as caught:
         SoulCache(value)  # type: ignore[arg-type]
     assert str(caught.value) == message
+
+
+@pytest.mark.reader_independent
+def test_bad_validate() -> None:
+    with pytest.raises(ValueError, match=r"^validate must be one of 'auto', 'notify', 'stat', not 'poll'$"):
+        SoulCache(validate="poll")  # type: ignore[arg-type]
 
 
 def test_bad_arguments_name_themselves(tmp_path: Path) -> None:

@@ -15,8 +15,9 @@ pytestmark = pytest.mark.reader_independent
 
 PROBE = (
     "import toolnexus.agents as a, toolnexus.agents._reader as r;"
-    "print(a.ACCELERATED, r.compose_homes.__module__)"
+    "print(a.ACCELERATED, r.compose_homes.__module__, r.notifier and r.notifier.__name__)"
 )
+LINUX = sys.platform.startswith("linux")
 
 
 def probe(value: str | None) -> str:
@@ -30,12 +31,14 @@ def probe(value: str | None) -> str:
 @needs_extension
 @pytest.mark.parametrize("value", [None, "", "0"])
 def test_compiled_reader_is_the_default(value: str | None) -> None:
-    assert probe(value) == "True toolnexus.agents._capread"
+    notifier = "toolnexus.agents._notify" if LINUX else "None"
+    assert probe(value) == f"True toolnexus.agents._capread {notifier}"
 
 
 @pytest.mark.parametrize("value", ["1", "yes"])
 def test_environment_forces_the_pure_reader(value: str) -> None:
-    assert probe(value) == "False toolnexus.agents._capread_py"
+    notifier = "toolnexus.agents._notify_py" if LINUX else "None"
+    assert probe(value) == f"False toolnexus.agents._capread_py {notifier}"
 
 
 @needs_extension
@@ -47,16 +50,33 @@ def test_twins_share_their_vocabulary_and_docs() -> None:
         ], enum_name
     assert compiled.FileRead._fields == pure.FileRead._fields
     assert compiled.compose_homes.__doc__ == pure.compose_homes.__doc__
+    assert compiled.read_excerpts.__doc__ == pure.read_excerpts.__doc__
     assert compiled.__doc__ != pure.__doc__  # each module says which twin it is
 
 
 @needs_extension
+@pytest.mark.skipif(not LINUX, reason="inotify is Linux's")
+def test_notifier_twins_share_their_functions_and_docs() -> None:
+    import toolnexus.agents._notify as compiled
+    import toolnexus.agents._notify_py as pure
+
+    for name in ("open_queue", "add_watch", "remove_watch", "drain", "filesystem_type"):
+        assert getattr(compiled, name).__doc__ == getattr(pure, name).__doc__, name
+    assert compiled.__doc__ != pure.__doc__
+
+
+@needs_extension
 def test_use_switches_and_restores() -> None:
-    before = _reader.compose_homes
+    before, notifier = _reader.compose_homes, _reader.notifier
     with _reader.using("pure") as module:
         assert module.__name__ == "toolnexus.agents._capread_py"
         assert _reader.compose_homes is module.compose_homes
+        if LINUX:
+            assert _reader.notifier is not None
+            assert _reader.notifier.__name__ == "toolnexus.agents._notify_py"
         with _reader.using("compiled") as inner:
             assert _reader.compose_homes is inner.compose_homes
+            assert _reader.notifier is notifier
         assert _reader.compose_homes is module.compose_homes
     assert _reader.compose_homes is before
+    assert _reader.notifier is notifier

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ._args import Budget, Keep, SymlinkPolicy
 from ._budget import NEAR_LIMIT
-from ._cache import RACY_WINDOW_NS, CacheStats, SoulCache
+from ._cache import RACY_WINDOW_NS, CacheStats, NotificationError, SoulCache, Validate
 from ._compose import compose, compose_soul
 from ._format import BOOTSTRAP_ORDER, MAX_BOOTSTRAP_FILE_BYTES, truncation_notice
 from ._many import acompose, acompose_soul, compose_many
@@ -31,9 +31,11 @@ __all__ = [
     "FileReport",
     "FileStatus",
     "Keep",
+    "NotificationError",
     "Soul",
     "SoulCache",
     "SymlinkPolicy",
+    "Validate",
     "acompose",
     "acompose_soul",
     "compose",

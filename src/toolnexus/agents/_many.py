@@ -17,16 +17,24 @@ import asyncio
 import functools
 import os
 import threading
-from collections.abc import Iterable, Sequence
-from concurrent.futures import FIRST_EXCEPTION, Executor, Future, ThreadPoolExecutor, wait
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import (
+    FIRST_EXCEPTION,
+    Executor,
+    Future,
+    ProcessPoolExecutor,
+    ThreadPoolExecutor,
+    wait,
+)
 from typing import Final
 
 from ._args import Budget, Options, PathArg, SymlinkPolicy, check_int, check_options, dir_bytes
+from ._cache import SoulCache
 from ._compose import compose as _compose
 from ._compose import compose_homes
 from ._compose import compose_soul as _compose_soul
 from ._format import MAX_BOOTSTRAP_FILE_BYTES
-from ._report import Soul
+from ._report import Soul, raise_if_unusable
 
 __all__ = ["acompose", "acompose_soul", "compose_many"]
 
@@ -71,6 +79,7 @@ def compose_many(
     strict: bool = False,
     files: Sequence[str] | None = None,
     budget: Budget | None = None,
+    cache: SoulCache | None = None,
 ) -> list[Soul]:
     """``compose`` every directory of ``dirs``; the souls come back in input order.
 
@@ -80,7 +89,9 @@ def compose_many(
     If a home fails (``strict=True`` and a file that cannot be used), the
     homes not yet started are cancelled, those running finish, and the first
     failure in input order is raised; its message names the file and so the
-    directory.
+    directory. With a ``cache``, the homes it holds come from it, as
+    ``cache.compose`` would give them, and only the rest are composed (and
+    cached); a process pool cannot share a cache.
     """
     paths = _paths(dirs)
     options = check_options(max_file_bytes, symlinks, strict, files, budget)
@@ -90,11 +101,28 @@ def compose_many(
         workers = check_int(workers, "workers", 1)
     if executor is not None and not isinstance(executor, Executor):
         raise TypeError(f"executor must be a concurrent.futures.Executor, not {type(executor).__name__}")
+    if cache is not None and not isinstance(cache, SoulCache):
+        raise TypeError(f"cache must be a SoulCache or None, not {type(cache).__name__}")
+    if cache is not None and isinstance(executor, ProcessPoolExecutor):
+        raise ValueError("a cache cannot be shared with a process pool: use threads")
     if not paths:
         return []
-    chunks = [paths[i : i + _CHUNK] for i in range(0, len(paths), _CHUNK)]
     pool = executor if executor is not None else _POOLS.get(workers or os.cpu_count() or 1)
-    return _run(pool, chunks, options)
+    if cache is None:
+        return _run(pool, _chunks(paths), options, compose_homes)
+    paths = [cache.home(path) for path in paths]
+    found = [cache.lookup(path, options) for path in paths]
+    missing = [path for path, soul in zip(paths, found, strict=True) if soul is None]
+    fresh = iter(_run(pool, _chunks(missing), options, cache.compose_missing) if missing else ())
+    souls = [soul if soul is not None else next(fresh) for soul in found]
+    if strict:
+        for path, soul in zip(paths, souls, strict=True):
+            raise_if_unusable(path, soul.files)
+    return souls
+
+
+def _chunks(paths: list[bytes]) -> list[list[bytes]]:
+    return [paths[i : i + _CHUNK] for i in range(0, len(paths), _CHUNK)]
 
 
 def _paths(dirs: object) -> list[bytes]:
@@ -115,13 +143,18 @@ def _paths(dirs: object) -> list[bytes]:
     return paths
 
 
-def _run(executor: Executor, chunks: list[list[bytes]], options: Options) -> list[Soul]:
+def _run(
+    executor: Executor,
+    chunks: list[list[bytes]],
+    options: Options,
+    compose: Callable[[list[bytes], Options], list[Soul]],
+) -> list[Soul]:
     futures: list[Future[list[Soul]]] = []
     try:
         # One reader call per chunk: the compiled reader does all of its I/O
         # without the GIL, so another worker assembles souls meanwhile.
         # extend() keeps what was submitted before a failing submit, to cancel it.
-        futures.extend(executor.submit(compose_homes, chunk, options) for chunk in chunks)
+        futures.extend(executor.submit(compose, chunk, options) for chunk in chunks)
         wait(futures, return_when=FIRST_EXCEPTION)
     finally:
         # After a failure (or an interrupt), cancel what has not started and
@@ -143,10 +176,29 @@ async def acompose(
     strict: bool = False,
     files: Sequence[str] | None = None,
     budget: Budget | None = None,
+    cache: SoulCache | None = None,
 ) -> Soul:
-    """``compose`` in a worker thread, so the event loop never blocks on disk."""
+    """``compose`` in a worker thread, so the event loop never blocks on disk.
+
+    With a ``cache``, as ``cache.compose``; a home that notification keeps
+    fresh is looked up in the loop itself (no disk is touched), and only a
+    miss, or a home validated by ``stat``, goes to a thread.
+    """
+    if cache is not None:
+        if not isinstance(cache, SoulCache):
+            raise TypeError(f"cache must be a SoulCache or None, not {type(cache).__name__}")
+        options = check_options(max_file_bytes, symlinks, strict, files, budget)
+        path = cache.home(dir_bytes(dir))
+        soul = cache.lookup(path, options, stat=False)
+        if soul is not None:
+            if strict:
+                raise_if_unusable(path, soul.files)
+            return soul
+        compose: Callable[..., Soul] = cache.compose
+    else:
+        compose = _compose
     call = functools.partial(
-        _compose,
+        compose,
         dir,
         max_file_bytes=max_file_bytes,
         symlinks=symlinks,

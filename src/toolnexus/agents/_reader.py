@@ -1,10 +1,12 @@
-"""Chooses the bounded reader: the compiled ``_capread`` or its pure twin.
+"""Chooses the native seam: the compiled ``_capread`` and ``_notify``, or their pure twins.
 
 Set ``TOOLNEXUS_SOUL_NO_EXTENSIONS`` to a non-empty value other than ``0``
-before import to force the pure-Python reader. ``ACCELERATED`` says which one
-was loaded. The rest of the package calls ``compose_homes`` and
-``read_excerpts`` through this module, so ``use()`` can route it through either twin (the tests and
-benchmarks do, to compare them in one process). The twins speak the same
+before import to force the pure-Python twins. ``ACCELERATED`` says which
+reader was loaded. The rest of the package calls ``compose_homes`` and
+``read_excerpts`` through this module, and finds the inotify notifier in
+``notifier`` (None where there is no inotify: anything but Linux), so
+``use()`` can route it through either side (the tests and benchmarks do,
+to compare them in one process). The twins speak the same
 vocabulary (``Status``, ``Policy``, ``FileRead``: a test checks it); the
 package imports it from here and never spells a code itself.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from types import ModuleType
@@ -34,6 +37,7 @@ __all__ = [
     "Status",
     "compose_homes",
     "load",
+    "notifier",
     "read_excerpts",
     "use",
     "using",
@@ -48,22 +52,58 @@ READERS: Final[dict[ReaderName, str]] = {
 NO_EXTENSIONS: Final = os.environ.get("TOOLNEXUS_SOUL_NO_EXTENSIONS", "") not in ("", "0")
 
 
+NOTIFIERS: Final[dict[ReaderName, str]] = {
+    "compiled": "toolnexus.agents._notify",
+    "pure": "toolnexus.agents._notify_py",
+}
+_LINUX: Final = sys.platform.startswith("linux")
+
+
 def load(name: ReaderName) -> ModuleType:
-    """Import one twin by name; a missing compiled build raises ImportError."""
-    return importlib.import_module(READERS[name])
+    """Import one reader twin by name; a missing compiled build raises ImportError.
+
+    On Linux the compiled side includes the notifier: a build without it
+    raises ImportError too.
+    """
+    module = importlib.import_module(READERS[name])
+    _load_notifier(name)
+    return module
+
+
+def _load_notifier(name: ReaderName) -> ModuleType | None:
+    if not _LINUX:
+        return None
+    try:
+        return importlib.import_module(NOTIFIERS[name])
+    except ImportError:
+        if name == "compiled":
+            raise
+        return None  # a C library without inotify: the cache validates by stat
 
 
 def _default() -> ModuleType:
     if NO_EXTENSIONS:
         return _capread_py
     try:
-        return load("compiled")
+        return importlib.import_module(READERS["compiled"])
     except ImportError:  # not built here: a source install without a compiler
         return _capread_py
 
 
+def _default_notifier() -> ModuleType | None:
+    # Each side on its own: a build whose notifier failed keeps its fast reader.
+    if not NO_EXTENSIONS:
+        try:
+            return _load_notifier("compiled")
+        except ImportError:
+            pass
+    return _load_notifier("pure")
+
+
 _module = _default()
 ACCELERATED: Final = _module is not _capread_py
+# The inotify calls for SoulCache (compiled where built), or None.
+notifier: ModuleType | None = _default_notifier()
 # (soul, found, reads) of one home, as the twins' compose_homes returns them.
 Composed = tuple[str, tuple[str, ...], tuple[FileRead, ...]]
 compose_homes: Callable[[Sequence[bytes], Sequence[bytes], int, int, Layout], list[Composed]]
@@ -79,10 +119,11 @@ def use(name: ReaderName) -> ReaderName:
     choose with ``TOOLNEXUS_SOUL_NO_EXTENSIONS`` instead. ``ACCELERATED``
     keeps saying what was loaded at import.
     """
-    global _module, compose_homes, read_excerpts
+    global _module, compose_homes, read_excerpts, notifier  # noqa: PLW0603 - switching is its whole job
     module = load(name)
     previous: ReaderName = "pure" if _module is _capread_py else "compiled"
     _module, compose_homes, read_excerpts = module, module.compose_homes, module.read_excerpts
+    notifier = _load_notifier(name)
     return previous
 
 

@@ -1,0 +1,380 @@
+"""The notified SoulCache: never stale with no pause after a write, and never leaking.
+
+Every test writes and composes straight after, with no sleep: the kernel
+queues an inotify event before the write returns, so the next compose must
+see it. Linux only, on both readers (each has its own notifier twin).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import gc
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conftest import Writer, fork, is_root, make_homes
+from toolnexus.agents import CacheStats, NotificationError, SoulCache, _reader, acompose, compose_many
+
+if not sys.platform.startswith("linux"):
+    pytest.skip("inotify is Linux's", allow_module_level=True)
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.fixture
+def cache() -> Iterator[SoulCache]:
+    with SoulCache(validate="notify") as notified:
+        yield notified
+
+
+def test_two_thousand_edits_none_stale(home: Path, write: Writer, cache: SoulCache) -> None:
+    path = write("MEMORY.md", "start")
+    for index in range(2000):
+        text = f"memory {index}"
+        how = index % 4
+        if how == 0:  # rewrite in place
+            path.write_text(text)
+        elif how == 1:  # replace by rename
+            write("MEMORY.md.tmp", text)
+            os.replace(home / "MEMORY.md.tmp", path)
+        elif how == 2:  # same size, same mtime
+            before = path.stat()
+            path.write_text(text)
+            os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+        else:  # append, then cut back
+            with path.open("a") as handle:
+                handle.write(" more")
+            os.truncate(path, 0)
+            path.write_text(text)
+        assert cache.compose(home).text == f"## MEMORY.md\n\n{text}"
+    assert cache.stats.misses + cache.stats.stale == 2000
+
+
+def test_in_place_writes_through_one_descriptor(home: Path, write: Writer, cache: SoulCache) -> None:
+    path = write("SOUL.md", "aaaa")
+    fd = os.open(path, os.O_RDWR)
+    try:
+        for letter in "bcdefg":
+            os.pwrite(fd, letter.encode() * 4, 0)  # no close, no rename: only IN_MODIFY
+            assert cache.compose(home).text == f"## SOUL.md\n\n{letter * 4}"
+        os.ftruncate(fd, 2)
+        assert cache.compose(home).text == "## SOUL.md\n\ngg"
+    finally:
+        os.close(fd)
+
+
+def test_symlink_target_outside_the_home(tmp_path: Path, home: Path, cache: SoulCache) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    target = shared / "TOOLS.md"
+    target.write_text("tools v1")
+    (home / "TOOLS.md").symlink_to(target)
+    assert cache.compose(home).text == "## TOOLS.md\n\ntools v1"
+    with target.open("a") as handle:
+        handle.write(" and more")
+    assert cache.compose(home).text == "## TOOLS.md\n\ntools v1 and more"
+    (shared / "TOOLS.md.new").write_text("tools v2")
+    os.replace(shared / "TOOLS.md.new", target)
+    assert cache.compose(home).text == "## TOOLS.md\n\ntools v2"
+    with target.open("a") as handle:  # the new file is watched too
+        handle.write("!")
+    assert cache.compose(home).text == "## TOOLS.md\n\ntools v2!"
+    target.unlink()
+    assert cache.compose(home).text == ""
+
+
+def test_symlink_chain_through_a_linked_directory(tmp_path: Path, home: Path, cache: SoulCache) -> None:
+    for version in ("v1", "v2"):
+        (tmp_path / version).mkdir()
+        (tmp_path / version / "USER.md").write_text(f"user {version}")
+    (tmp_path / "current").symlink_to("v1")
+    (home / "USER.md").symlink_to("../current/USER.md")
+    assert cache.compose(home).text == "## USER.md\n\nuser v1"
+    (tmp_path / "next").symlink_to("v2")
+    os.replace(tmp_path / "next", tmp_path / "current")  # the link in the middle, retargeted
+    assert cache.compose(home).text == "## USER.md\n\nuser v2"
+
+
+def test_home_renamed_away_and_another_renamed_in(
+    tmp_path: Path, home: Path, write: Writer, cache: SoulCache
+) -> None:
+    write("SOUL.md", "first home")
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "SOUL.md").write_text("second home")
+    assert cache.compose(home).text == "## SOUL.md\n\nfirst home"
+    home.rename(tmp_path / "away")
+    assert cache.compose(home).text == ""
+    other.rename(home)
+    assert cache.compose(home).text == "## SOUL.md\n\nsecond home"
+    (tmp_path / "away" / "SOUL.md").write_text("edited after it left")  # no longer this home
+    assert cache.compose(home).text == "## SOUL.md\n\nsecond home"
+
+
+def test_a_directory_above_the_home_replaced(tmp_path: Path, cache: SoulCache) -> None:
+    for name in ("old", "new"):
+        (tmp_path / name / "home").mkdir(parents=True)
+        (tmp_path / name / "home" / "SOUL.md").write_text(f"{name} tree")
+    (tmp_path / "old").rename(tmp_path / "live")
+    home = tmp_path / "live" / "home"
+    assert cache.compose(home).text == "## SOUL.md\n\nold tree"
+    (tmp_path / "live").rename(tmp_path / "retired")
+    (tmp_path / "new").rename(tmp_path / "live")
+    assert cache.compose(home).text == "## SOUL.md\n\nnew tree"
+
+
+def test_home_removed_and_recreated(home: Path, write: Writer, cache: SoulCache) -> None:
+    write("SOUL.md", "before")
+    assert cache.compose(home).text == "## SOUL.md\n\nbefore"
+    (home / "SOUL.md").unlink()
+    home.rmdir()
+    assert cache.compose(home).text == ""
+    home.mkdir()
+    write("SOUL.md", "after")
+    assert cache.compose(home).text == "## SOUL.md\n\nafter"
+
+
+def test_edits_from_another_process(home: Path, write: Writer, cache: SoulCache) -> None:
+    path = write("AGENTS.md", "mine")
+    assert cache.compose(home).text == "## AGENTS.md\n\nmine"
+    for index in range(5):
+        code = f"open({str(path)!r}, 'w').write('theirs {index}')"
+        subprocess.run([sys.executable, "-c", code], check=True)
+        assert cache.compose(home).text == f"## AGENTS.md\n\ntheirs {index}"
+
+
+@pytest.mark.slow
+def test_readers_racing_a_writer_never_go_back(home: Path, write: Writer, cache: SoulCache) -> None:
+    # A write that has returned must be seen by every compose that starts after it.
+    path = write("MEMORY.md", "version 0")
+    done = [0]  # the last version whose write has returned
+    stop = threading.Event()
+    failures: list[str] = []
+
+    def writer() -> None:
+        for version in range(1, 3001):
+            if version % 2:
+                path.write_text(f"version {version}")
+            else:
+                write("MEMORY.md.tmp", f"version {version}")
+                os.replace(home / "MEMORY.md.tmp", path)
+            done[0] = version
+        stop.set()
+
+    def reader() -> None:
+        while not stop.is_set():
+            floor = done[0]
+            body = cache.compose(home).text.removeprefix("## MEMORY.md\n\n")
+            if body == "":  # caught between a truncation and its write: a version still to come
+                continue
+            seen = int(body.removeprefix("version "))
+            if seen < floor:
+                failures.append(f"saw version {seen} after version {floor} was written")
+
+    threads = [threading.Thread(target=writer), *(threading.Thread(target=reader) for _ in range(3))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    assert cache.compose(home).text == "## MEMORY.md\n\nversion 3000"
+
+
+def test_relative_paths_follow_the_working_directory(
+    tmp_path: Path, cache: SoulCache, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("a", "b"):
+        (tmp_path / name / "home").mkdir(parents=True)
+        (tmp_path / name / "home" / "SOUL.md").write_text(f"in {name}")
+    monkeypatch.chdir(tmp_path / "a")
+    assert cache.compose("home").text == "## SOUL.md\n\nin a"
+    monkeypatch.chdir(tmp_path / "b")
+    assert cache.compose("home").text == "## SOUL.md\n\nin b"
+    (tmp_path / "b" / "home" / "SOUL.md").write_text("in b, edited")
+    assert cache.compose("home").text == "## SOUL.md\n\nin b, edited"
+    assert cache.stats.notified == 2
+
+
+def test_unchanged_homes_stay_hits_while_others_change(tmp_path: Path, cache: SoulCache) -> None:
+    homes = make_homes(tmp_path, 20)
+    first = [cache.compose(home) for home in homes]
+    (homes[7] / "SOUL.md").write_text("soul 7, edited")
+    again = [cache.compose(home) for home in homes]
+    assert [a is b for a, b in zip(first, again, strict=True)] == [i != 7 for i in range(20)]
+    assert cache.stats == CacheStats(hits=19, misses=20, stale=1, size=20, maxsize=1024, notified=20)
+
+
+def overflowing_cache(monkeypatch: pytest.MonkeyPatch) -> SoulCache:
+    """A notified cache whose queue holds 16 events, where the test may set that; else the default."""
+    cache = SoulCache(validate="notify")
+    limit = Path("/proc/sys/fs/inotify/max_queued_events")
+    if is_root() and os.access(limit, os.W_OK):
+        saved = limit.read_text()
+        limit.write_text("16\n")  # read when a queue is made: only this cache's queue is small
+        try:
+            cache._open_watcher()
+        finally:
+            limit.write_text(saved)
+    return cache
+
+
+def test_queue_overflow_drops_every_entry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = overflowing_cache(monkeypatch)
+    quiet, busy = tmp_path / "quiet", tmp_path / "busy"
+    for home in (quiet, busy):
+        home.mkdir()
+        (home / "SOUL.md").write_text(home.name)
+    kept = cache.compose(quiet)
+    cache.compose(busy)
+    limit = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
+    for _ in range(min(limit, 20000) + 10):  # each touch queues an event on the file and one on its directory
+        os.utime(busy / "SOUL.md")
+    (busy / "SOUL.md").write_text("busy, at last")
+    assert cache.compose(busy).text == "## SOUL.md\n\nbusy, at last"
+    # The overflow made every entry stale: the quiet home was read again (and,
+    # being equal, came back as the same object).
+    assert cache.compose(quiet) is kept
+    assert cache.stats.stale == 2
+    cache.close()
+
+
+def test_watch_exhaustion_moves_the_home_to_stat(
+    home: Path, write: Writer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write("SOUL.md", "soul")
+
+    def exhausted(fd: int, path: bytes, mask: int) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device", path)
+
+    assert _reader.notifier is not None
+    monkeypatch.setattr(_reader.notifier, "add_watch", exhausted)
+    with SoulCache() as auto:
+        assert auto.compose(home).text == "## SOUL.md\n\nsoul"
+        assert auto.stats.stat_checked == 1
+        assert auto.stats.notified == 0
+    with SoulCache(validate="notify") as notify, pytest.raises(NotificationError) as caught:
+        notify.compose(home)
+    assert (
+        str(caught.value)
+        == f"cannot notify for {str(home)!r}: no inotify watch left (see fs.inotify.max_user_watches)"
+    )
+
+
+def test_unreliable_filesystems_are_validated_by_stat(
+    home: Path, write: Writer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write("SOUL.md", "on a network share")
+    assert _reader.notifier is not None
+    monkeypatch.setattr(_reader.notifier, "filesystem_type", lambda path: 0x6969)
+    with SoulCache() as auto:
+        assert auto.compose(home).text == "## SOUL.md\n\non a network share"
+        assert auto.stats == CacheStats(hits=0, misses=1, stale=0, size=1, maxsize=1024, stat_checked=1)
+    with SoulCache(validate="notify") as notify, pytest.raises(NotificationError) as caught:
+        notify.compose(home)
+    assert str(caught.value) == (
+        f"cannot notify for {str(home)!r}: {str(home)!r} is on NFS, whose changes inotify does not see"
+    )
+
+
+def test_a_link_into_procfs_is_validated_by_stat(home: Path) -> None:
+    # procfs files change without a write, so without an event.
+    (home / "USER.md").symlink_to("/proc/sys/kernel/ostype")
+    with SoulCache() as auto:
+        assert auto.compose(home).text == "## USER.md\n\nLinux"
+        assert auto.stats.stat_checked == 1
+
+
+def test_fork_gives_the_child_its_own_queue(home: Path, write: Writer, cache: SoulCache) -> None:
+    path = write("SOUL.md", "parent")
+    assert cache.compose(home).text == "## SOUL.md\n\nparent"
+    pid = fork()
+    if pid == 0:  # the child: its cache is empty and has a queue of its own
+        code = 1
+        try:
+            path.write_text("child")
+            ok = cache.compose(home).text == "## SOUL.md\n\nchild" and cache.stats.size == 1
+            code = 0 if ok else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    # The child's write queued an event in the parent's queue, and the child did not take it.
+    assert cache.compose(home).text == "## SOUL.md\n\nchild"
+
+
+def make_and_drop(home: Path, count: int) -> None:
+    for _ in range(count):
+        SoulCache(validate="notify").compose(home)
+    gc.collect()
+
+
+def test_descriptors_are_released(home: Path, write: Writer) -> None:
+    write("SOUL.md", "soul")
+    before = open_fds()
+    # More than the 128 queues a user may have by default. (Each close costs
+    # the kernel 5-30 ms here, to let go of the watches: 130 only.)
+    make_and_drop(home, 130)
+    assert open_fds() == before
+    with SoulCache(validate="notify") as cache:
+        cache.compose(home)
+        assert open_fds() == before + 1
+    assert open_fds() == before
+    cache = SoulCache(validate="notify")
+    cache.compose(home)
+    cache.clear()
+    assert open_fds() == before
+    cache.compose(home)
+    cache.close()
+    cache.close()
+    assert open_fds() == before
+    with pytest.raises(ValueError, match=r"^compose on a closed SoulCache$"):
+        cache.compose(home)
+
+
+@pytest.mark.slow
+def test_thousands_of_caches_leak_nothing(home: Path, write: Writer) -> None:
+    write("SOUL.md", "soul")
+    before = open_fds()
+    make_and_drop(home, 2000)
+    assert open_fds() == before
+
+
+def test_evicted_homes_stop_being_watched(tmp_path: Path) -> None:
+    cache = SoulCache(maxsize=2, validate="notify")
+    for home in make_homes(tmp_path, 10):
+        cache.compose(home)
+    assert cache._watcher is not None
+    assert cache._watcher.homes == 2
+    cache.close()
+
+
+def test_compose_many_and_acompose_share_the_cache(tmp_path: Path, cache: SoulCache) -> None:
+    homes = make_homes(tmp_path, 70)
+    first = compose_many(homes, workers=2, cache=cache)
+    assert [soul.text for soul in first] == [f"## SOUL.md\n\nsoul {i}" for i in range(70)]
+    (homes[3] / "SOUL.md").write_text("soul 3, edited")
+    again = compose_many(homes, workers=2, cache=cache)
+    assert [a is b for a, b in zip(first, again, strict=True)] == [i != 3 for i in range(70)]
+    assert again[3].text == "## SOUL.md\n\nsoul 3, edited"
+    assert asyncio.run(acompose(homes[5], cache=cache)) is first[5]
+    (homes[5] / "SOUL.md").write_text("soul 5, edited")
+    assert asyncio.run(acompose(homes[5], cache=cache)).text == "## SOUL.md\n\nsoul 5, edited"
+    assert cache.stats == CacheStats(hits=70, misses=70, stale=2, size=70, maxsize=1024, notified=70)
+
+
+@pytest.mark.reader_independent
+def test_notify_without_inotify_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_reader, "notifier", None)
+    with pytest.raises(NotificationError) as caught:
+        SoulCache(validate="notify")
+    assert str(caught.value) == f"validate='notify' needs inotify, which {sys.platform} does not have"
+    assert SoulCache().validate == "auto"
