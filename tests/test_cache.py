@@ -76,7 +76,34 @@ def test_hit_returns_the_same_object(home: Path, write: Writer, mode: Mode) -> N
     assert first.text == "## SOUL.md\n\nsoul"
     assert cache.compose(home) is first
     assert cache.compose(str(home)) is first
-    assert cache.stats == mode.stats(hits=2, misses=1, stale=0, size=1)
+    assert cache.compose(bytes(home)) is first
+    assert cache.stats == mode.stats(hits=3, misses=1, stale=0, size=1)
+    # Calls seen before skip the argument checks; a path-like that is not a
+    # Path may say something else each time, so it is checked every time.
+    assert set(cache._calls) == {
+        (call, 2 * 1024 * 1024, "follow", False, None, None) for call in (home, str(home), bytes(home))
+    }
+
+
+def test_a_path_like_is_asked_each_time(tmp_path: Path, mode: Mode) -> None:
+    first, second = make_homes(tmp_path, 2)
+    mode.settle()
+
+    class Pointer:
+        """A path-like whose path can be changed: the cache must not remember what it said."""
+
+        def __init__(self) -> None:
+            self.target = first
+
+        def __fspath__(self) -> str:
+            return str(self.target)
+
+    pointer = Pointer()
+    cache = mode.cache()
+    assert cache.compose(pointer).text == "## SOUL.md\n\nsoul 0"
+    pointer.target = second
+    assert cache.compose(pointer).text == "## SOUL.md\n\nsoul 1"
+    assert cache._calls == {}
 
 
 def test_fresh_files_are_reread_but_keep_identity(home: Path, write: Writer) -> None:

@@ -26,6 +26,7 @@ elsewhere; ``"notify"`` raises ``NotificationError`` where it cannot notify;
 from __future__ import annotations
 
 import os
+import pathlib
 import sys
 import threading
 import time
@@ -54,6 +55,10 @@ _clock = time.time_ns
 
 Validate = Literal["auto", "notify", "stat"]
 _VALIDATE: Final = ("auto", "notify", "stat")
+# Path types whose value cannot change (not subclasses: those might).
+_FIXED_PATHS: Final = frozenset(
+    {str, bytes, pathlib.PosixPath, pathlib.PurePosixPath, pathlib.WindowsPath, pathlib.PureWindowsPath}
+)
 # Watches standing for nothing are removed once there are more than this many.
 _SWEEP_AFTER: Final = 64
 
@@ -205,8 +210,8 @@ class SoulCache:
 
     def _remember(self, call: tuple[object, ...], known: tuple[bytes, Options, _Key]) -> None:
         """Map a checked call to its key, if it can be: hashable, and not relative to a directory."""
-        if not isinstance(call[0], (str, bytes)) or known[0] != dir_bytes(call[0]):
-            return  # a path-like may change what it says; a relative path, where it leads
+        if type(call[0]) not in _FIXED_PATHS or known[0] != dir_bytes(call[0]):
+            return  # another path-like may change what it says; a relative path, where it leads
         try:
             hash(call)
         except TypeError:
