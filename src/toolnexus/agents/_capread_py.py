@@ -20,6 +20,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
+from ._format import WHITESPACE
+
 __all__ = [
     "Excerpt",
     "FileRead",
@@ -370,11 +372,8 @@ _ASCII_SPACE = b"\t\n\x0b\x0c\r "
 # Bytes that can start or end a White_Space character.
 _SPACE_STARTS = frozenset([*_ASCII_SPACE, 0xC2, 0xE1, 0xE2, 0xE3])
 _SPACE_ENDS = frozenset([*_ASCII_SPACE, *range(0x80, 0xC0)])
-# The same set as text, and the size up to which _compose_home decodes a whole
-# body first and trims it after.
-_WHITESPACE = (
-    "\t\n\v\f\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
-)
+# The size up to which _compose_home decodes a whole body first and trims the
+# text after (with WHITESPACE, the same set as text).
 _DECODE_THEN_STRIP = 64 * 1024
 
 
@@ -494,7 +493,7 @@ def _compose_home(
                 # than finding the ends in Python, and its copy is small. The
                 # same text, for the reason the byte trim is exact.
                 text = str(data, "utf-8", "replace")
-                pieces.append((text[1:] if text[:1] == "\ufeff" else text).strip(_WHITESPACE))
+                pieces.append((text[1:] if text[:1] == "\ufeff" else text).strip(WHITESPACE))
             else:  # trimmed by offsets, so that megabytes are not copied twice
                 pieces.append(_decode_trimmed(data, cap))
                 if size > cap:
