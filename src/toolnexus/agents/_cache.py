@@ -112,6 +112,11 @@ def _signature(paths: tuple[bytes, ...], policy: Policy) -> tuple[_Stat, ...]:
     return tuple([st for path in paths for st in (_stat(path, False), _stat(path, True))])
 
 
+def _key(path: bytes, options: Options) -> _Key:
+    """What a soul is cached under: its home and every option that shapes it."""
+    return (path, options.cap, options.policy, options.files, options.budget)
+
+
 def _racy(signature: tuple[_Stat, ...], since_ns: int) -> bool:
     """Was anything modified so recently that its timestamps cannot be trusted?"""
     return any(isinstance(st, tuple) and max(st[3], st[4]) >= since_ns for st in signature)
@@ -198,7 +203,7 @@ class SoulCache:
         if known is None:
             path = self.home(dir_bytes(dir))
             options = check_options(max_file_bytes, symlinks, strict, files, budget)
-            known = (path, options, (path, options.cap, options.policy, options.files, options.budget))
+            known = (path, options, _key(path, options))
             self._remember(call, known)
         path, options, key = known
         soul = self._find(key, options, True)
@@ -239,7 +244,7 @@ class SoulCache:
         with ``stat=False``, a home validated by stat is not looked at
         (None), for callers that must not block.
         """
-        return self._find((path, options.cap, options.policy, options.files, options.budget), options, stat)
+        return self._find(_key(path, options), options, stat)
 
     def _find(self, key: _Key, options: Options, stat: bool) -> Soul | None:
         """The hit path: drain the queue, then the soul of ``key`` if still valid."""
@@ -270,14 +275,16 @@ class SoulCache:
         lenient = options._replace(strict=False)
         notified: list[bytes] = []
         try:
-            signatures: list[tuple[_Stat, ...] | None] = []
+            # Per home, the names to stat and what they looked like; None: notified.
+            signatures: list[tuple[tuple[bytes, ...], tuple[_Stat, ...]] | None] = []
             started = _clock()
             for path in paths:
                 if self._watch(path, options):
                     notified.append(path)
                     signatures.append(None)
                 else:
-                    signatures.append(_signature(self._paths(path, options), options.policy))
+                    names = tuple(os.path.join(path, name) for name in options.names)
+                    signatures.append((names, _signature(names, options.policy)))
             # Composed outside the lock: one slow disk must not stall other homes.
             souls = compose_homes(paths, lenient)
         except BaseException:
@@ -292,9 +299,6 @@ class SoulCache:
         return souls
 
     # -- inside -------------------------------------------------------------------
-
-    def _paths(self, path: bytes, options: Options) -> tuple[bytes, ...]:
-        return tuple(os.path.join(path, name) for name in options.names)
 
     def _watch(self, path: bytes, options: Options) -> bool:
         """Watch ``path`` and count a read of it under way, if this cache notifies it; else False."""
@@ -378,11 +382,11 @@ class SoulCache:
         path: bytes,
         options: Options,
         soul: Soul,
-        signature: tuple[_Stat, ...] | None,
+        signature: tuple[tuple[bytes, ...], tuple[_Stat, ...]] | None,
         started: int,
     ) -> Soul:
         """Cache a fresh soul (the cached object if equal); under the lock."""
-        key = (path, options.cap, options.policy, options.files, options.budget)
+        key = _key(path, options)
         old = self._entries.get(key)
         if old is None:
             self._misses += 1
@@ -395,8 +399,8 @@ class SoulCache:
                 return soul  # changed while it was read: not cached, the next call reads again
             entry = _Entry((), None, soul, racy=False, fresh=True)
         else:
-            racy = _racy(signature, started - RACY_WINDOW_NS)
-            entry = _Entry(self._paths(path, options), signature, soul, racy, fresh=False)
+            names, stats = signature
+            entry = _Entry(names, stats, soul, _racy(stats, started - RACY_WINDOW_NS), fresh=False)
         self._entries[key] = entry
         self._entries.move_to_end(key)
         self._homes.setdefault(path, set()).add(key)

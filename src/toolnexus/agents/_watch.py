@@ -103,7 +103,7 @@ def _parts(path: bytes) -> list[bytes]:
 
 def plain_path(path: bytes) -> bool:
     """Is ``path`` absolute, with no ``.`` or ``..``: a text the kernel resolves step by step as read?"""
-    return path[:1] == b"/" and b"." not in _parts(path) and b".." not in _parts(path)
+    return path[:1] == b"/" and not {b".", b".."}.intersection(_parts(path))
 
 
 class Watcher:
