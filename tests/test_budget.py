@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from conftest import Writer
+from counts import lines, tiktoken_count, words
 from toolnexus.agents import (
     Budget,
     FileReport,
@@ -263,26 +263,10 @@ def test_count_is_called_logarithmically(home: Path, write: Writer) -> None:
     assert calls <= 120  # 2 files: a few measures each, and two bisections of ~17 steps
 
 
-def tiktoken_encoding() -> Callable[[str], int]:
-    tiktoken = pytest.importorskip("tiktoken")
-    # A real tiktoken BPE, built here: the named encodings download their ranks.
-    merges = [b"th", b"he", b"the", b" t", b"in", b"er", b"an", b"re"]
-    ranks = {bytes([b]): b for b in range(256)} | {pair: 256 + rank for rank, pair in enumerate(merges)}
-    encoding = tiktoken.Encoding(
-        name="toolnexus-test",
-        pat_str=r"\s?\w+|\s+(?!\S)|\s+|[^\s\w]+",
-        mergeable_ranks=ranks,
-        special_tokens={},
-    )
-
-    def tokens(text: str) -> int:
-        return len(encoding.encode(text))
-
-    return tokens
-
-
 def test_a_tokenizer_count(home: Path, write: Writer) -> None:
-    tokens = tiktoken_encoding()
+    tokens = tiktoken_count()
+    if tokens is None:
+        pytest.skip("tiktoken is not installed (the tokens extra)")
     write("MEMORY.md", "the other thing, then the rest\n" * 2000)
     write("SOUL.md", "There is the answer. " * 20)
     soul = compose(home, budget=Budget(total=700, count=tokens))
@@ -355,17 +339,57 @@ def test_cli_compose_and_check_with_a_budget(home: Path, write: Writer, capsys: 
     assert (out, err) == (compose(home, budget=Budget(per_file=100)).text, "")
     assert main(["check", str(home), "--budget", "300"]) == 1
     out, _ = capsys.readouterr()
-    lines = out.splitlines()
     soul = compose(home, budget=Budget(total=300))
-    kept = soul.files[6].kept
-    assert lines[2] == "  SOUL.md      present                      4 B"
-    assert lines[7] == f"  MEMORY.md    cut                        320 B  kept {kept} characters of 319"
-    assert soul.used is not None
-    share = f"{soul.used / 300:.0%} of 300"
-    assert lines[9] == f"  budget: {soul.used} characters ({share}, near its limit); 1 cut: MEMORY.md"
+    assert (soul.used, soul.files[6].kept) == (296, 222)
+    assert out == (
+        f"{home}\n"
+        "  file         status                   on disk        read  kept (characters)\n"
+        "  AGENTS.md    missing                        -           -\n"
+        "  SOUL.md      present                      4 B         4 B  all 4\n"
+        "  IDENTITY.md  missing                        -           -\n"
+        "  USER.md      missing                        -           -\n"
+        "  TOOLS.md     missing                        -           -\n"
+        "  HEARTBEAT.md missing                        -           -\n"
+        "  MEMORY.md    cut                        320 B       320 B  222 of 319\n"
+        f"  2 of 7 present, 296 characters, sha256 {soul.digest[:16]}\n"
+        "  budget: 296 characters (99% of 300, near its limit); 1 cut: MEMORY.md\n"
+    )
     assert main(["check", str(home), "--budget", "4000"]) == 0
     out, _ = capsys.readouterr()
     assert out.splitlines()[-1] == "  budget: 351 characters (9% of 4,000); nothing cut"
+
+
+def test_cli_check_says_when_nothing_fits(home: Path, write: Writer, capsys: Capture) -> None:
+    write("SOUL.md", "s" * 300)
+    write("MEMORY.md", "m" * 3000)
+    assert main(["check", str(home), "--budget", "20"]) == 1
+    out, _ = capsys.readouterr()
+    assert out == (
+        f"{home}\n"
+        "  file         status                   on disk        read  kept (characters)\n"
+        "  AGENTS.md    missing                        -           -\n"
+        "  SOUL.md      left out                   300 B       300 B  0 of 300\n"
+        "  IDENTITY.md  missing                        -           -\n"
+        "  USER.md      missing                        -           -\n"
+        "  TOOLS.md     missing                        -           -\n"
+        "  HEARTBEAT.md missing                        -           -\n"
+        "  MEMORY.md    left out                 3,000 B     3,000 B  0 of 3,000\n"
+        "  2 of 7 present, none fits the budget, 0 characters, sha256 e3b0c44298fc1c14\n"
+        "  budget: 0 characters (0% of 20); 2 cut: SOUL.md, MEMORY.md\n"
+    )
+    assert main(["check", str(home), "--budget", "70", "--keep", "head"]) == 1
+    out, _ = capsys.readouterr()
+    digest = compose(home, budget=Budget(total=70, keep="head")).digest
+    assert out.splitlines()[3:11] == [
+        "  SOUL.md      cut                        300 B       300 B  18 of 300",
+        "  IDENTITY.md  missing                        -           -",
+        "  USER.md      missing                        -           -",
+        "  TOOLS.md     missing                        -           -",
+        "  HEARTBEAT.md missing                        -           -",
+        "  MEMORY.md    left out                 3,000 B     3,000 B  0 of 3,000",
+        f"  2 of 7 present, 1 in the soul (1 left out), 70 characters, sha256 {digest[:16]}",
+        "  budget: 70 characters (100% of 70, near its limit); 2 cut: SOUL.md, MEMORY.md",
+    ]
 
 
 def test_cli_batch_with_a_budget(home: Path, write: Writer, capsys: Capture) -> None:
@@ -384,3 +408,136 @@ def test_cli_rejects_a_bad_budget(value: str, capsys: Capture) -> None:
         main(["compose", ".", "--budget", value])
     assert caught.value.code == 2
     assert "--budget" in capsys.readouterr().err
+
+
+# ---- the laws, on the cases that broke them (one test per case) -----------------
+
+
+def test_a_file_that_fits_is_whole_up_to_the_cap(home: Path, write: Writer) -> None:
+    write("MEMORY.md", "a" * 2_000_000)
+    plain = compose(home).text
+    assert plain == "## MEMORY.md\n\n" + "a" * 2_000_000
+    for budget in (Budget(total=10_000_000), Budget(), Budget(per_file=2_000_000)):
+        soul = compose(home, budget=budget)
+        assert (soul.text, soul.cut) == (plain, ())
+        assert soul.files[6] == FileReport(
+            "MEMORY.md",
+            FileStatus.PRESENT,
+            size=2_000_000,
+            cut=False,
+            kept=2_000_000,
+            left_out=0,
+            kept_bytes=2_000_000,
+            left_out_bytes=0,
+        )
+    write("MEMORY.md", "b" * 796)
+    assert (
+        compose(home, max_file_bytes=1000, budget=Budget(per_file=796)).text == "## MEMORY.md\n\n" + "b" * 796
+    )
+
+
+def test_white_space_counts_after_the_trim(home: Path, write: Writer) -> None:
+    write("AGENTS.md", "\n" * 73)
+    assert compose(home, budget=Budget(total=14, keep="head")).text == "## AGENTS.md\n\n"
+    (home / "AGENTS.md").unlink()
+    write("SOUL.md", "x" + " " * 1000)
+    for total in (13, 54, 55, 57):
+        soul = compose(home, budget=Budget(total=total))
+        assert (soul.text, soul.cut) == ("## SOUL.md\n\nx", ())
+        assert (soul.files[1].size, soul.files[1].kept_bytes, soul.files[1].left_out_bytes) == (1001, 1, 0)
+
+
+def test_blank_lines_do_not_push_another_file_out(home: Path, write: Writer) -> None:
+    write("HEARTBEAT.md", "\n" * 1000)
+    write("MEMORY.md", "- prefers metric units\n- answer in French")
+    plain = "## HEARTBEAT.md\n\n\n\n## MEMORY.md\n\n- prefers metric units\n- answer in French"
+    assert len(plain) == 74
+    for total in range(74, 123):
+        assert compose(home, budget=Budget(total=total)).text == plain
+
+
+def test_a_large_padded_file_is_its_trimmed_body(home: Path, write: Writer) -> None:
+    body = "You are Aster, a calm research assistant who cites every source and keeps answers short."
+    write("SOUL.md", body + " " * (1_677_717 - len(body)))
+    soul = compose(home, budget=Budget(total=100_000))
+    assert soul.text == "## SOUL.md\n\n" + body
+    assert soul.cut == ()
+
+
+def test_a_count_whose_unit_spans_many_bytes(home: Path, write: Writer) -> None:
+    word = "w" * 1000
+    write("SOUL.md", word)
+    for total in (3, 9, 10):
+        assert compose(home, budget=Budget(total=total, count=words)).text == f"## SOUL.md\n\n{word}"
+    write("SOUL.md", "x" * 240)
+    assert compose(home, budget=Budget(per_file=1, count=lines)).text == "## SOUL.md\n\n" + "x" * 240
+
+
+def test_a_base64_key_in_memory_under_a_word_count(home: Path, write: Writer) -> None:
+    key = "QUJD" * 1024  # 4 KB, one word
+    write("SOUL.md", "You are Aster, calm and precise.")  # 6 words
+    write("MEMORY.md", f"- deploy key: {key}\n- prefers metric")  # 7 words
+    plain = compose(home).text
+    assert words(plain) == 17
+    soul = compose(home, budget=Budget(total=17, count=words))
+    assert (soul.text, soul.cut) == (plain, ())
+    # Fair share: SOUL.md fits its equal share whatever MEMORY.md holds.
+    write("MEMORY.md", " ".join(f"note{n}" for n in range(5000)) + f" {key}")
+    soul = compose(home, budget=Budget(total=22, count=words))
+    assert soul.cut == ("MEMORY.md",)
+    assert soul.text.startswith("## SOUL.md\n\nYou are Aster, calm and precise.\n\n## MEMORY.md\n\n")
+    assert words(soul.text) <= 22
+
+
+def test_heading_and_marker_are_kept_when_they_fit(home: Path, write: Writer) -> None:
+    write("SOUL.md", "hello world" * 10)
+    for total in (51, 52):
+        assert compose(home, budget=Budget(total=total)).text == f"## SOUL.md\n\n{marker('SOUL.md', 110)}"
+    assert compose(home, budget=Budget(total=53)).text == f"## SOUL.md\n\nh\n{marker('SOUL.md', 109)}"
+    assert compose(home, budget=Budget(total=50)).text == ""
+
+
+def test_cuts_over_the_cap_keep_the_line_rules(home: Path, write: Writer) -> None:
+    lines = [f"- note {n:03d}: the user prefers metric units" for n in range(1, 199)]
+    write("MEMORY.md", "\r\n".join(lines).encode()[:8490])
+    soul = compose(home, max_file_bytes=4005, budget=Budget(total=100_000))
+    head = "\r\n".join(lines[:69])
+    tail = "\r\n".join(lines[179:197]) + "\r\n- note 198: the use"
+    assert soul.text == f"## MEMORY.md\n\n{head}\n{marker('MEMORY.md', 4732)}\n{tail}"
+    assert soul.files[6] == FileReport(
+        "MEMORY.md",
+        FileStatus.PRESENT,
+        size=4006,
+        cut=True,
+        kept=3758,
+        left_out=None,
+        kept_bytes=3758,
+        left_out_bytes=4732,
+    )
+
+
+def test_the_size_is_what_was_read(home: Path, write: Writer) -> None:
+    write("MEMORY.md", "m" * 1000)
+    assert compose(home, budget=Budget(total=200)).files[6].size == 1000
+    write("MEMORY.md", "m" * 796)
+    assert compose(home, max_file_bytes=1000, budget=Budget(per_file=100)).files[6].size == 796
+    write("MEMORY.md", "m" * 3_000_000)
+    read = compose(home, budget=Budget(total=20_000)).files[6].size
+    assert 20_000 < read < 4 * 20_000 + 100  # its start and end (4 bytes a character at most), not the file
+
+
+def test_no_marker_says_nothing_was_left_out(home: Path, write: Writer) -> None:
+    write("MEMORY.md", "a" * 64)
+    soul = compose(home, budget=Budget(per_file=64, count=lambda s: len(s) + len(s) ** 2 // 4096))
+    assert soul.text == f"## MEMORY.md\n\n{'a' * 47}\n{marker('MEMORY.md', 2)}\n{'a' * 15}"
+    assert (soul.files[6].kept, soul.files[6].left_out, soul.files[6].left_out_bytes) == (62, 3, 2)
+
+
+def test_word_and_line_counts_keep_the_line_rule(home: Path, write: Writer) -> None:
+    rows = [f"line {n:02d} has four words" for n in range(1, 31)]
+    write("SOUL.md", "\n".join(rows))
+    soul = compose(home, budget=Budget(total=60, count=words))
+    head, tail = "\n".join(rows[:7]), " four words\n" + "\n".join(rows[28:])
+    assert soul.text == f"## SOUL.md\n\n{head}\n{marker('SOUL.md', 472)}\n{tail}"
+    soul = compose(home, budget=Budget(per_file=4, count=lines))
+    assert soul.text == "## SOUL.md\n\n" + "\n".join(rows[:2]) + "\n" + marker("SOUL.md", 644)

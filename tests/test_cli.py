@@ -107,13 +107,14 @@ def test_check_table(home: Path, write: Writer, capsys: Capture) -> None:
     assert (code, err) == (0, "")
     assert out == (
         f"{home}\n"
-        "  AGENTS.md    truncated                1,025 B\n"
-        "  SOUL.md      present                     10 B\n"
-        "  IDENTITY.md  missing                        -\n"
-        "  USER.md      missing                        -\n"
-        "  TOOLS.md     missing                        -\n"
-        "  HEARTBEAT.md missing                        -\n"
-        "  MEMORY.md    missing                        -\n"
+        "  file         status                   on disk        read\n"
+        "  AGENTS.md    truncated                1,500 B     1,025 B\n"
+        "  SOUL.md      present                     10 B        10 B\n"
+        "  IDENTITY.md  missing                        -           -\n"
+        "  USER.md      missing                        -           -\n"
+        "  TOOLS.md     missing                        -           -\n"
+        "  HEARTBEAT.md missing                        -           -\n"
+        "  MEMORY.md    missing                        -           -\n"
         f"  2 of 7 present, 1,102 characters, sha256 {digest[:16]}\n"
     )
 
@@ -124,8 +125,8 @@ def test_check_fails_for_unusable_files(home: Path, capsys: Capture) -> None:
     code, out, _ = run(["check", str(home)], capsys)
     assert code == 1
     lines = out.splitlines()
-    assert lines[2] == f"  SOUL.md      unreadable                     -  {os.strerror(40)}"
-    assert lines[4] == "  USER.md      not a regular file             -  is a directory"
+    assert lines[3] == f"  SOUL.md      unreadable                     -           -  {os.strerror(40)}"
+    assert lines[5] == "  USER.md      not a regular file             -           -  is a directory"
 
 
 def test_check_fails_for_a_missing_directory(tmp_path: Path, capsys: Capture) -> None:

@@ -101,7 +101,7 @@ def test_check_shows_an_odd_name_escaped(odd_home: str, capsys: Capture) -> None
     code, out, err = run(["check", odd_home], capsys)
     assert (code, err) == (0, "")
     assert out.splitlines()[0] == os.fsdecode(os.path.dirname(os.fsencode(odd_home))) + "/caf\\xe9"
-    assert out.splitlines()[2] == "  SOUL.md      present                      8 B"
+    assert out.splitlines()[3] == "  SOUL.md      present                      8 B         8 B"
 
 
 def test_compose_json_keeps_every_byte_of_an_odd_name(odd_home: str, capsys: Capture) -> None:

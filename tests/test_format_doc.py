@@ -4,21 +4,28 @@ Tables follow an HTML comment ``<!-- format-examples: bodies -->`` (one
 ``MEMORY.md`` per row: its bytes, the cap, the section body),
 ``<!-- format-examples: homes -->`` (a whole home per row: names to bytes,
 ``None`` for a directory; the cap; the soul) or ``<!-- format-examples:
-budgets -->`` (a home, a budget's fields, the soul). Cells are Python
-literals.
+budgets -->`` (a home, a budget's fields, the soul; ``count`` by name).
+Cells are Python literals.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from toolnexus.agents import Budget, compose, compose_soul
+from budget_laws import check_laws
+from toolnexus.agents import BOOTSTRAP_ORDER, MAX_BOOTSTRAP_FILE_BYTES, Budget, compose, compose_soul
 
 FORMAT = Path(__file__).resolve().parents[1] / "docs" / "format.md"
+# The counts a budget row may name (its "count" field).
+COUNTS: dict[str, Callable[[str], int]] = {
+    "words": lambda s: len(s.split()),
+    "bytes": lambda s: len(s.encode()),
+}
 TABLE = re.compile(r"<!-- format-examples: (\w+) -->\n\|[^\n]*\n\|[^\n]*\n((?:\|[^\n]*\n)+)")
 
 
@@ -36,7 +43,7 @@ def examples(kind: str) -> list[tuple[str, ...]]:
 def test_the_page_has_examples() -> None:
     assert len(examples("bodies")) == 17
     assert len(examples("homes")) == 3
-    assert len(examples("budgets")) == 3
+    assert len(examples("budgets")) == 8
 
 
 @pytest.mark.parametrize(("data", "cap", "body"), examples("bodies"))
@@ -66,7 +73,14 @@ def test_home_examples(home: Path, files: str, cap: str, soul: str) -> None:
 
 @pytest.mark.parametrize(("files", "budget", "soul"), examples("budgets"))
 def test_budget_examples(home: Path, files: str, budget: str, soul: str) -> None:
-    for name, content in ast.literal_eval(files).items():
+    layout = ast.literal_eval(files)
+    for name, content in layout.items():
         (home / name).write_bytes(content)
-    composed = compose(home, budget=Budget(**ast.literal_eval(budget)))
+    fields = ast.literal_eval(budget)
+    if "count" in fields:
+        fields["count"] = COUNTS[fields["count"]]
+    budget_ = Budget(**fields)
+    composed = compose(home, budget=budget_)
     assert composed.text == ast.literal_eval(soul)
+    order = [name for name in BOOTSTRAP_ORDER if name in layout]
+    check_laws(layout, order, MAX_BOOTSTRAP_FILE_BYTES, budget_, composed, compose(home).text, additive=True)

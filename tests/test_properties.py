@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from conftest import WITHOUT_EXTENSION, compose_files
 from spec_reference import BOOTSTRAP_ORDER, WHITE_SPACE, body_text, compose_layout, notice
-from toolnexus.agents import _capread_py, _reader, compose_soul
+from toolnexus.agents import _bodies, _capread_py, _reader, compose_soul
 from toolnexus.agents._reader import FileRead, Status
 
 if WITHOUT_EXTENSION:
@@ -157,8 +157,8 @@ windows = st.tuples(st.integers(0, 80), st.integers(0, 40))
 
 @given(data=contents, window=windows, extra=st.integers(0, 64))
 def test_readers_agree_on_excerpts(data: bytes, window: tuple[int, int], extra: int) -> None:
-    # A budget reads each file's start and end: both readers must cut, trim
-    # and decode them alike, and a file read whole must be its usual body.
+    # A budget reads each file's start and end: both readers must return
+    # exactly the file's bytes there, never the same byte twice.
     head, tail = window
     cap = head + 2 * tail + extra
     if cap < 1:
@@ -168,13 +168,25 @@ def test_readers_agree_on_excerpts(data: bytes, window: tuple[int, int], extra: 
         path, names = os.fsencode(home), [b"MEMORY.md", b"SOUL.md"]
         compiled = COMPILED.read_excerpts(path, names, cap, 0, [window, (0, 0)])
         assert compiled == PURE.read_excerpts(path, names, cap, 0, [window, (0, 0)])
-    excerpt = compiled[0]
+    excerpt, missing = compiled
+    assert (missing.read.status, missing.head, missing.tail) == (Status.MISSING, None, None)
     assert excerpt.length == len(data)
     if len(data) <= head + tail:
-        assert (excerpt.head, excerpt.tail, excerpt.gap) == (body_text(data, 2**40), None, 0)
+        assert (excerpt.head, excerpt.tail, excerpt.read.size) == (data, None, len(data))
     else:
-        assert excerpt.read.size == head + 2 * tail + 1
-        assert excerpt.head is not None
-        assert excerpt.tail is not None
-        assert len(excerpt.head) <= head  # a byte decodes to one character at most
-        assert len(excerpt.tail) <= tail
+        last = data[max(len(data) - tail, head + tail + 1) :]
+        assert (excerpt.head, excerpt.tail) == (data[: head + tail + 1], last)
+        assert excerpt.read.size == head + tail + 1 + len(last) <= min(len(data), cap + 1)
+
+
+@example(data=b" " + b"\x80\xe2\x82\xac\x80" * 4, at=16)  # a stray continuation after a character
+@given(data=contents, at=st.integers(0, 400))
+def test_a_budget_window_splits_text_where_it_decodes_alike(data: bytes, at: int) -> None:
+    # A window's start is cut before a byte that is not a continuation byte,
+    # and its end begins after at most three: each part then decodes to a
+    # prefix (a suffix) of what the whole decodes to, U+FFFD included.
+    whole = data.decode("utf-8", "replace")
+    cut = _bodies.boundary(data, min(at, len(data) - 1)) if data else 0
+    assert whole.startswith(data[:cut].decode("utf-8", "replace"))
+    begin = _bodies.char_start(data, min(at, len(data)))
+    assert whole.endswith(data[begin:].decode("utf-8", "replace"))

@@ -1,45 +1,38 @@
 """Prompt budgets: fit a soul to a model's window, and say what was cut.
 
-``compose_budgeted`` composes one home under ``options.budget``:
+``compose_budgeted`` composes one home under ``options.budget`` as
+docs/format.md section 12 lays down:
 
-1. it asks the reader what is there and how big (no bytes read), and plans
-   how much of each file's start and end the budget could keep;
-2. it reads only that (``read_excerpts``: the head, and the tail by
-   ``pread``), growing a file's windows when they hold too little;
-3. it shares what the budget leaves after headings and markers fairly:
-   max-min (water-filling), so a small file that fits its equal share is
-   never cut, however large the others;
-4. it cuts each file that does not fit at a line boundary near its share,
-   keeping its start (and its end), with one marker line between that names
-   the file and how many bytes were left out;
-5. it measures the soul, and shares again with less if a count that does not
-   add up (a tokenizer) went over.
-
-The rules are written down in docs/format.md, "Budgets".
+1. it asks the reader which files are there and how long (no bytes read);
+2. it reads each file whole, or, when the file is long for what the budget
+   could keep, only its start and end (``_bodies_read``), reading more of a
+   file until what it read settles every question the budget asks of it;
+3. a soul the budget holds is the soul without a budget (law 1);
+4. otherwise it decides how many files the soul holds (law 3), which are
+   cut, and what each cut file may keep: an equal share of what is left,
+   the largest files cut first (law 2);
+5. it cuts each at line boundaries (law 4), keeping its start and end
+   around one marker line, and measures the soul; a count that does not add
+   up has its total lowered until the soul fits (law 6).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Final, NamedTuple
 
-from . import _reader
 from ._args import Budget, Options
-from ._reader import Excerpt, FileRead, Status
+from ._bodies_read import UNLIMITED, Body, Reading, bytes_per_unit
+from ._format import WHITESPACE
+from ._reader import FileRead
 
 __all__ = ["NEAR_LIMIT", "Cut", "compose_budgeted", "marker", "waterfill"]
 
 # A soul at this share of its total or more is near its limit (Soul.near_limit).
 NEAR_LIMIT: Final = 0.85
-# Bytes per unit when planning what to read: 4 bounds a character in UTF-8;
-# for other counts it is a first guess that is checked, and grown, after reading.
-_BYTES_PER_CHAR: Final = 4
-_BYTES_PER_UNIT_GUESS: Final = 8
-_SLACK: Final = 16  # a BOM, a backed-off character, a newline to cut at
-_MIN_WINDOW: Final = 4096
-_GROW: Final = 4
-_MAX_PASSES: Final = 8  # of reading, and of sharing again; each one only grows or shrinks
+# Passes of sharing with a lowered total, for a count that does not add up,
+# before the soul falls back to the least each file can take (which fits).
+_LOWERINGS: Final = 8
 
 
 class Cut(NamedTuple):
@@ -79,151 +72,161 @@ def waterfill(demands: Sequence[int], available: int) -> list[int]:
     return shares
 
 
-@dataclass
-class _File:
-    """One present file, as read within its windows."""
+class Plan(NamedTuple):
+    """Which files the soul holds (the first ``holds`` present), and each cut one's share."""
 
-    index: int  # its place among the names
-    excerpt: Excerpt
-    measure: int  # of all of its body (whole) or of what was read (head and tail)
-    head_measure: int
-    tail_measure: int
-    limit: int | None = None  # set when its windows cannot grow: it keeps at most this
-
-    @property
-    def whole(self) -> bool:
-        return self.excerpt.tail is None
-
-    def demand(self, budget: Budget) -> int:
-        """The most it could keep: all of it, up to per_file; for a partial read, what was read."""
-        most = self.measure if self.whole or self.limit is not None else _UNLIMITED
-        if budget.per_file is not None:
-            most = min(most, budget.per_file)
-        return most
+    holds: int
+    shares: dict[int, int]  # position among the present files -> units it may keep; the rest are whole
 
 
-_UNLIMITED: Final = 2**62
-
-
-class _Plan(NamedTuple):
-    """Which files go in (a prefix of those present), each one's share, which are cut."""
-
-    files: list[_File]
-    shares: list[int]
-    cut: set[int]  # indexes (into files) of files shortened by the budget
-
-
-def _windows(lengths: Sequence[int | None], budget: Budget, cap: int) -> list[tuple[int, int]]:
-    """How many bytes of each file's start and end to read, from the files' lengths."""
-    per_unit = _BYTES_PER_CHAR if budget.count is None else _BYTES_PER_UNIT_GUESS
-    present = [length for length in lengths if length is not None]
-    # The most one file could keep: water-filling the total over the least
-    # the others need (a quarter of their bytes in characters) bounds it.
-    most = budget.per_file or budget.total or cap
-    if budget.total is not None and present:
-        least = [length // per_unit for length in present]
-        most = min(most, max(waterfill(least, budget.total), default=budget.total) + 1)
-    windows = []
-    for length in lengths:
-        if length is None:
-            windows.append((0, 0))
-            continue
-        head_units, tail_units = _split(most, budget)
-        head = head_units * per_unit + _SLACK
-        tail = tail_units * per_unit + _SLACK if tail_units else 0
-        windows.append(_fit_window(head, tail, cap))
-    return windows
-
-
-def _fit_window(head: int, tail: int, cap: int) -> tuple[int, int]:
-    """``(head, tail)`` shrunk, in proportion, so that reading them takes no more than ``cap + 1`` bytes.
-
-    The reader reads ``head + tail + 1`` bytes from the start (to learn
-    whether the file is longer) and then the last ``tail``.
-    """
-    if head + 2 * tail <= cap:
-        return head, tail
-    tail = tail * cap // (head + 2 * tail)
-    return cap - 2 * tail, tail
-
-
-def _split(share: int, budget: Budget) -> tuple[int, int]:
-    """A cut file's share as (head, tail): three quarters for the head, or all of it."""
-    if budget.keep == "head":
-        return share, 0
-    tail = share // 4
-    return share - tail, tail
-
-
-def _read(path: bytes, options: Options, windows: Sequence[tuple[int, int]]) -> tuple[Excerpt, ...]:
-    return _reader.read_excerpts(path, options.names, options.cap, options.policy, windows)
-
-
-def _files(excerpts: Sequence[Excerpt], budget: Budget) -> list[_File]:
-    files = []
-    for index, excerpt in enumerate(excerpts):
-        if excerpt.read.status != Status.PRESENT:
-            continue
-        head = budget.measure(excerpt.head or "")
-        tail = budget.measure(excerpt.tail or "")
-        files.append(_File(index, excerpt, head + tail, head, tail))
-    return files
-
-
-class _Costs:
-    """Headings and markers in the budget's unit, each measured once."""
+class Measures:
+    """The budget's count of headings, markers and bodies, each text measured once."""
 
     def __init__(self, budget: Budget, options: Options) -> None:
-        self._budget = budget
+        self.budget = budget
         self._layout = options.layout
         self._seen: dict[str, int] = {}
+        self._markers: dict[tuple[str, int], str] = {}
+        self.newline = self.of("\n")  # what a line break around a marker costs
 
-    def _measure(self, text: str) -> int:
+    def of(self, text: str) -> int:
         units = self._seen.get(text)
         if units is None:
-            units = self._seen[text] = self._budget.measure(text)
+            units = self._seen[text] = self.budget.measure(text)
         return units
 
-    def heading(self, index: int, first: bool) -> int:
-        return self._measure((self._layout.firsts if first else self._layout.nexts)[index])
+    def heading(self, body: Body, position: int) -> str:
+        return (self._layout.nexts if position else self._layout.firsts)[body.index]
 
-    def marker(self, file: _File) -> int:
-        # The most the marker could say: every byte of the file left out.
-        name = self._layout.files[file.index]
-        return self._measure("\n" + marker(name, file.excerpt.length) + "\n")
+    def whole_marker(self, body: Body) -> str:
+        """The marker of ``body`` left out whole: the most its marker can say."""
+        key = (body.name, body.nbytes)
+        text = self._markers.get(key)
+        if text is None:
+            text = self._markers[key] = marker(body.name, body.nbytes)
+        return text
+
+    def marker_all(self, body: Body) -> int:
+        """The measure of ``whole_marker(body)``."""
+        return self.of(self.whole_marker(body))
+
+    def must_cut(self, body: Body) -> bool:
+        """Cut whatever the total: over the cap, or longer than ``per_file``."""
+        per_file = self.budget.per_file
+        return body.over_cap or (per_file is not None and body.measure > per_file)
+
+    def worth_cutting(self, body: Body) -> bool:
+        """Would cutting it to its marker shorten the soul?"""
+        return not body.whole or body.measure > self.marker_all(body)
+
+    def least(self, body: Body) -> str:
+        """The least ``body`` can take: its whole marker, or itself if it is not to be cut."""
+        if self.must_cut(body) or self.worth_cutting(body):
+            return self.whole_marker(body)
+        return body.text
 
 
-def _share(files: list[_File], budget: Budget, costs: _Costs, reserve: int) -> _Plan:
-    """Fair shares within the total (less ``reserve``); files that do not fit at all are left out."""
-    demands = [file.demand(budget) for file in files]
-    must_cut = {i for i, file in enumerate(files) if not file.whole or file.measure > demands[i]}
-    if budget.total is None:
-        return _Plan(files, demands, must_cut)
-    for count in range(len(files), 0, -1):
-        chosen = files[:count]
-        cut = {i for i in must_cut if i < count}
-        while True:
-            fixed = sum(costs.heading(file.index, first=i == 0) for i, file in enumerate(chosen))
-            fixed += sum(costs.marker(chosen[i]) for i in cut)
-            available = budget.total - reserve - fixed
-            if available < 0:
-                break
-            shares = waterfill(demands[:count], available)
-            more = cut | {i for i, file in enumerate(chosen) if shares[i] < file.measure}
-            if more == cut:
-                return _Plan(chosen, shares, cut)
-            cut = more
-    return _Plan([], [], set())
+def _included(bodies: Sequence[Body], measures: Measures, total: int) -> int:
+    """How many files the soul holds (law 3): the most whose least forms, as one soul, fit the total."""
+    least = [measures.heading(body, position) + measures.least(body) for position, body in enumerate(bodies)]
+    if measures.budget.count is None:  # characters add up: no soul to build
+        used = 0
+        for position, text in enumerate(least):
+            used += len(text)
+            if used > total:
+                return position
+        return len(bodies)
+    low, high = 0, len(bodies)  # the largest count that fits, by bisection
+    while low < high:
+        middle = (low + high + 1) // 2
+        if measures.budget.measure("".join(least[:middle])) <= total:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
-def _prefix(text: str, units: int, budget: Budget) -> str:
-    """The longest start of ``text`` within ``units``, ending at a line end when one is near."""
-    if units <= 0 or not text:
-        return ""
-    if budget.count is None:
-        stop = min(units, len(text))
+def _demand(body: Body, measures: Measures) -> int:
+    """The most a cut file can use: less than all of it, no more than per_file, no more than was read."""
+    if body.whole:
+        most = body.measure - 1
     else:
-        low, high = 0, len(text)  # the longest start that fits, by bisection
+        most = body.head_measure + body.tail_measure if body.maxed else UNLIMITED
+    per_file = measures.budget.per_file
+    return most if per_file is None else min(most, per_file)
+
+
+def plan(bodies: Sequence[Body], measures: Measures, reserve: int = 0) -> Plan:
+    """What the budget does to ``bodies`` (the present files, in order): laws 2 and 3.
+
+    The total, less ``reserve``, pays for the headings, the markers of the
+    files cut (each priced as its whole marker) and the files kept whole;
+    what is left is shared equally among the files cut (water-filling). The
+    files cut are those that must be, then the largest (later ones first
+    among equals) until every file kept whole fits under that share; where
+    no share allows that, the fewest largest that let the soul fit; where
+    nothing fits, each file's least.
+    """
+    total = measures.budget.total
+    if total is None:
+        return Plan(
+            len(bodies), {p: _demand(b, measures) for p, b in enumerate(bodies) if measures.must_cut(b)}
+        )
+    holds = _included(bodies, measures, total)
+    chosen = bodies[:holds]
+    cost = sum(measures.of(measures.heading(body, position)) for position, body in enumerate(chosen))
+    cut: list[int] = []
+    candidates: list[int] = []
+    for position, body in enumerate(chosen):
+        if measures.must_cut(body):
+            cut.append(position)
+            cost += measures.marker_all(body)
+        else:
+            cost += body.measure
+            if measures.worth_cutting(body):
+                candidates.append(position)
+    candidates.sort(key=lambda p: (-chosen[p].measure, -p))
+    limit = total - reserve
+    fewest: Plan | None = None
+    for more in range(len(candidates) + 1):
+        if more:
+            position = candidates[more - 1]
+            cut.append(position)
+            cost += measures.marker_all(chosen[position]) - chosen[position].measure
+        if cost > limit:
+            continue
+        order = sorted(cut)
+        demands = [_demand(chosen[p], measures) for p in order]
+        shares = waterfill(demands, limit - cost)
+        found = Plan(holds, dict(zip(order, shares, strict=True)))
+        fewest = fewest or found
+        level = min((s for s, d in zip(shares, demands, strict=True) if s < d), default=UNLIMITED)
+        if more == len(candidates) or chosen[candidates[more]].measure <= level:
+            return found  # max-min: every file kept whole fits under the share of those cut
+    # Markers take so much of a small total that no share has every file kept
+    # whole under it: the fewest largest files that fit, or else the least of
+    # each (every file that must be or is worth cutting, cut to its marker).
+    return fewest or Plan(holds, dict.fromkeys(cut, 0))
+
+
+# ---- cutting -----------------------------------------------------------------
+
+
+def _prefix(text: str, units: int, budget: Budget, *, whole: bool, trim: bool = False) -> str:
+    """The longest start of ``text`` within ``units``, ending at a line end when one is near (law 4).
+
+    ``text`` is a whole body (which the start never reaches the end of) or
+    the start of one as read (whose next character is not known). With
+    ``trim``, White_Space at its end is left out (the body's end was not
+    found: it may be White_Space after the body).
+    """
+    if units < 0 or not text:
+        return ""
+    last = len(text) - 1 if whole else len(text)
+    if budget.count is None:
+        stop = min(units, last)
+    else:
+        low, high = 0, last  # the longest start that fits, by bisection
         while low < high:
             middle = (low + high + 1) // 2
             if budget.measure(text[:middle]) <= units:
@@ -231,23 +234,29 @@ def _prefix(text: str, units: int, budget: Budget) -> str:
             else:
                 high = middle - 1
         stop = low
-    if stop < len(text):
-        line = text.rfind("\n", stop - max(1, stop // 5), stop + 1)
-        if line > 0:
-            stop = line  # the newline itself goes with what is left out
-        if stop > 0 and text[stop - 1] == "\r" and text[stop] == "\n":
-            stop -= 1  # never keep half of a \r\n
+    while trim and stop and text[stop - 1] in WHITESPACE:
+        stop -= 1
+    if stop and text[stop - 1] == "\r" and (text[stop : stop + 1] == "\n" or stop == len(text)):
+        stop -= 1  # never half of a \r\n (at the end of what was read, the next byte is not known)
+    line = text.rfind("\n", stop - stop // 5, stop + 1)  # a line end in its last fifth
+    if line > 0:
+        stop = line - (text[line - 1] == "\r")  # the line break goes with what is left out
     return text[:stop]
 
 
-def _suffix(text: str, units: int, budget: Budget) -> str:
-    """The longest end of ``text`` within ``units``, starting at a line start when one is near."""
-    if units <= 0 or not text:
+def _suffix(text: str, units: int, budget: Budget, begin: int, *, whole: bool, trim: bool = False) -> str:
+    """The longest end of ``text[begin:]`` within ``units``, starting at a line start when one is near.
+
+    ``text`` is a whole body, or the end of one as read (whose previous
+    character is not known). With ``trim``, White_Space at its start is
+    left out (the body's start was not found).
+    """
+    if units < 0 or begin >= len(text):
         return ""
     if budget.count is None:
-        start = max(len(text) - units, 0)
+        start = max(len(text) - units, begin)
     else:
-        low, high = 0, len(text)  # the earliest start that fits, by bisection
+        low, high = begin, len(text)  # the earliest start that fits, by bisection
         while low < high:
             middle = (low + high) // 2
             if budget.measure(text[middle:]) <= units:
@@ -255,71 +264,86 @@ def _suffix(text: str, units: int, budget: Budget) -> str:
             else:
                 low = middle + 1
         start = low
-    if 0 < start < len(text):
-        line = text.find("\n", start - 1, start + max(1, (len(text) - start) // 5))
-        if line >= 0 and line + 1 < len(text):
-            start = line + 1
-        if text[start - 1] == "\r" and text[start] == "\n":
-            start += 1  # never keep half of a \r\n
+    while trim and start < len(text) and text[start] in WHITESPACE:
+        start += 1
+    if start >= len(text):
+        return ""
+    # A line start in its first fifth: just after a newline (the character
+    # before text[0], of an end as read, is not known).
+    newline = text.find("\n", max(start - 1, 0), start + (len(text) - start) // 5)
+    if newline >= 0 and newline + 1 < len(text):
+        start = newline + 1
+    if text[start] == "\n" and (text[start - 1 : start] == "\r" or (start == 0 and not whole)):
+        start += 1  # never half of a \r\n
     return text[start:]
 
 
 def _utf8(text: str) -> int:
-    return len(text.encode("utf-8", "surrogatepass"))
+    return len(text.encode("utf-8"))
 
 
-def _cut_body(name: str, file: _File, share: int, budget: Budget) -> tuple[str, Cut]:
-    """A cut file's kept body: its start, the marker line, and its end."""
-    excerpt = file.excerpt
-    head_units, tail_units = _split(share, budget)
-    if file.whole:
-        body = excerpt.head or ""
-        prefix = _prefix(body, head_units, budget)
-        suffix = _suffix(body[len(prefix) :], tail_units, budget)
-        left_out_bytes = _utf8(body) - _utf8(prefix) - _utf8(suffix)
+def cut_body(body: Body, share: int, measures: Measures) -> tuple[str, Cut]:
+    """A cut file's section body: its start, the marker line, its end; and what was kept.
+
+    ``share`` pays for what is kept and for the line break that joins each
+    kept part to the marker. At least one character is always left out.
+    """
+    budget = measures.budget
+    tail = share // 4 if budget.keep == "head+tail" else 0
+    prefix = _prefix(
+        body.text, share - tail - measures.newline, budget, whole=body.whole, trim=not body.end_known
+    )
+    if budget.keep == "head":
+        suffix = ""
+    elif body.whole:
+        suffix = _suffix(body.text, tail - measures.newline, budget, len(prefix) + 1, whole=True)
     else:
-        head, tail = excerpt.head or "", excerpt.tail or ""
-        prefix = _prefix(head, head_units, budget)
-        suffix = _suffix(tail, tail_units, budget)
-        left_out_bytes = _utf8(head) - _utf8(prefix) + excerpt.gap + _utf8(tail) - _utf8(suffix)
+        suffix = _suffix(
+            body.tail, tail - measures.newline, budget, 0, whole=False, trim=not body.start_known
+        )
+    kept_bytes = _utf8(prefix) + _utf8(suffix)
+    left_out_bytes = body.nbytes - kept_bytes
     kept = budget.measure(prefix) + budget.measure(suffix)
-    line = marker(name, left_out_bytes)
-    body = "\n".join(part for part in (prefix, line, suffix) if part)
-    left_out = file.measure - kept if file.whole else None
-    return body, Cut(True, kept, left_out, _utf8(prefix) + _utf8(suffix), left_out_bytes)
+    text = "\n".join(part for part in (prefix, marker(body.name, left_out_bytes), suffix) if part)
+    left_out = body.measure - kept if body.whole else None
+    return text, Cut(True, kept, left_out, kept_bytes, left_out_bytes)
 
 
-def _render(plan: _Plan, options: Options, budget: Budget) -> tuple[str, tuple[str, ...], dict[int, Cut]]:
-    """The soul of a plan, the names in it, and a Cut per file included."""
-    firsts, nexts = options.layout.firsts, options.layout.nexts
+def render(
+    bodies: Sequence[Body], chosen: Plan, measures: Measures
+) -> tuple[str, tuple[str, ...], dict[int, Cut]]:
+    """The soul of a plan, the names in it, and a ``Cut`` per present file (by its index among the names)."""
     pieces: list[str] = []
     found: list[str] = []
     cuts: dict[int, Cut] = {}
-    for position, file in enumerate(plan.files):
-        name = options.files[file.index]
-        pieces.append(nexts[file.index] if pieces else firsts[file.index])
-        if position in plan.cut:
-            body, cuts[file.index] = _cut_body(name, file, plan.shares[position], budget)
+    for position, body in enumerate(bodies):
+        if position >= chosen.holds:  # left out: no room even for its heading and marker
+            left_out = body.measure if body.whole else None
+            cuts[body.index] = Cut(True, 0, left_out, 0, body.nbytes)
+            continue
+        pieces.append(measures.heading(body, position))
+        share = chosen.shares.get(position)
+        if share is None:
+            pieces.append(body.text)
+            cuts[body.index] = Cut(False, body.measure, 0, body.nbytes, 0)
         else:
-            body = file.excerpt.head or ""
-            size = _utf8(body)
-            cuts[file.index] = Cut(False, file.measure, 0, size, 0)
-        pieces.append(body)
-        found.append(name)
+            text, cuts[body.index] = cut_body(body, share, measures)
+            pieces.append(text)
+        found.append(body.name)
     return "".join(pieces), tuple(found), cuts
 
 
-def _short(plan: _Plan, budget: Budget) -> list[_File]:
-    """Files read in part whose windows hold less than their share needs."""
-    short = []
-    for position in plan.cut:
-        file = plan.files[position]
-        if file.whole or file.limit is not None:
-            continue
-        head_units, tail_units = _split(plan.shares[position], budget)
-        if file.head_measure < head_units or file.tail_measure < tail_units:
-            short.append(file)
-    return short
+def _unchanged(bodies: Sequence[Body], measures: Measures) -> str | None:
+    """The soul without a budget, if the budget holds it (law 1); else None."""
+    budget = measures.budget
+    if not all(body.whole for body in bodies):
+        return None
+    if budget.per_file is not None and any(body.measure > budget.per_file for body in bodies):
+        return None
+    text = "".join(measures.heading(body, p) + body.text for p, body in enumerate(bodies))
+    if budget.total is not None and budget.measure(text) > budget.total:
+        return None
+    return text
 
 
 def compose_budgeted(
@@ -333,61 +357,90 @@ def compose_budgeted(
     """
     budget = options.budget
     assert budget is not None
-    costs = _Costs(budget, options)
-    sizes = _read(path, options, [(0, 0)] * len(options.names))
-    lengths = [e.length if e.read.status == Status.PRESENT else None for e in sizes]
-    windows = _windows(lengths, budget, options.cap)
-    limits: dict[int, int] = {}
-    for _ in range(_MAX_PASSES):
-        excerpts = _read(path, options, windows)
-        files = _files(excerpts, budget)
-        for file in files:
-            file.limit = limits.get(file.index)
-        plan = _share(files, budget, costs, 0)
-        short = _short(plan, budget)
-        if not short:
-            break
-        for file in short:
-            head, tail = windows[file.index]
-            grown = _fit_window(
-                max(head * _GROW, _MIN_WINDOW), max(tail * _GROW, _MIN_WINDOW) if tail else 0, options.cap
+    measures = Measures(budget, options)
+    reading = Reading(path, options, lambda lengths: _reach(lengths, budget))
+    while True:  # read on until what was read settles the laws
+        bodies = reading.bodies
+        text = _unchanged(bodies, measures)
+        if text is not None:  # law 1
+            cuts = {body.index: Cut(False, body.measure, 0, body.nbytes, 0) for body in bodies}
+            found = tuple(body.name for body in bodies)
+            return (
+                text,
+                found,
+                tuple(reading.reads),
+                _per_name(cuts, len(reading.reads)),
+                budget.measure(text),
             )
-            if grown == (head, tail) or head + tail >= file.excerpt.length:
-                limits[file.index] = file.measure  # it cannot show more than it read
-            windows[file.index] = grown
-    else:
-        for file in _short(plan, budget):  # still short after every pass: keep what was read
-            file.limit = file.measure
-        plan = _share(files, budget, costs, 0)
-    text, found, cuts = _render(plan, options, budget)
+        chosen = plan(bodies, measures)
+        wanted = _unsettled(bodies, chosen, measures)
+        if not wanted or not reading.more(wanted):
+            break
+    text, found, cuts = render(bodies, chosen, measures)
     used = budget.measure(text)
     reserve = 0
-    for _ in range(_MAX_PASSES):  # a count that does not add up may go over: share less
+    for lowering in range(_LOWERINGS + 1):  # a count that does not add up may go over: share less
         if budget.total is None or used <= budget.total:
             break
-        reserve += used - budget.total
-        plan = _share(files, budget, costs, reserve)
-        text, found, cuts = _render(plan, options, budget)
+        # After the last lowering, the least of each file: law 3 measured it fits.
+        reserve = budget.total + 1 if lowering == _LOWERINGS else reserve + used - budget.total
+        chosen = plan(bodies, measures, reserve)
+        text, found, cuts = render(bodies, chosen, measures)
         used = budget.measure(text)
-    else:
-        while budget.total is not None and used > budget.total and plan.files:  # drop from the end
-            plan = _Plan(plan.files[:-1], plan.shares[:-1], {i for i in plan.cut if i < len(plan.files) - 1})
-            text, found, cuts = _render(plan, options, budget)
-            used = budget.measure(text)
-    return text, found, tuple(e.read for e in excerpts), _all_cuts(excerpts, files, cuts), used
+    return text, found, tuple(reading.reads), _per_name(cuts, len(reading.reads)), used
 
 
-def _all_cuts(
-    excerpts: Sequence[Excerpt], files: list[_File], cuts: dict[int, Cut]
-) -> tuple[Cut | None, ...]:
-    """One entry per name: what the budget did, a file left out entirely among them."""
-    result: list[Cut | None] = [None] * len(excerpts)
-    for file in files:
-        cut = cuts.get(file.index)
-        if cut is None:  # present, but no room even for its heading
-            body = file.excerpt.head or ""
-            whole = file.whole
-            size = _utf8(body) + _utf8(file.excerpt.tail or "") + file.excerpt.gap
-            cut = Cut(True, 0, file.measure if whole else None, 0, size)
-        result[file.index] = cut
-    return tuple(result)
+def _reach(lengths: list[int], budget: Budget) -> int:
+    """The most units one file could keep, from the present files' lengths: to size the first reads.
+
+    Water-filling the total over the least the others need (a quarter of
+    their bytes, in characters) bounds it; ``per_file`` bounds it too.
+    """
+    most = min(budget.per_file or UNLIMITED, budget.total or UNLIMITED)
+    if budget.total is not None and lengths:
+        least = [length // bytes_per_unit(budget) for length in lengths]
+        most = min(most, max(waterfill(least, budget.total)) + 1)
+    return most
+
+
+def _per_name(cuts: dict[int, Cut], count: int) -> tuple[Cut | None, ...]:
+    return tuple(cuts.get(index) for index in range(count))
+
+
+def _unsettled(bodies: Sequence[Body], chosen: Plan, measures: Measures) -> dict[int, tuple[bool, bool]]:
+    """Which bodies read in part must be read further, at their start and at their end.
+
+    A body read in part is settled when both its ends were found, it is
+    worth cutting (it measures more than its marker), and, if the soul
+    holds it, the plan cuts it, it measures more than its share and than
+    every file kept whole that could have been cut instead (so it is cut
+    rightly, and in the right order), and what was read of each end holds
+    more than that end may keep.
+    """
+    budget = measures.budget
+    kept_whole = [
+        body.measure
+        for position, body in enumerate(bodies[: chosen.holds])
+        if position not in chosen.shares and measures.worth_cutting(body)
+    ]
+    largest_whole = max(kept_whole, default=-1)
+    wanted: dict[int, tuple[bool, bool]] = {}
+    for position, body in enumerate(bodies):
+        if body.whole or body.maxed:
+            continue
+        head, tail = not body.start_known, not body.end_known
+        must = measures.must_cut(body)
+        if not must and body.measure <= measures.marker_all(body):
+            head = tail = True
+        if position < chosen.holds:
+            share = chosen.shares.get(position)
+            if share is None or (not must and body.measure <= max(share, largest_whole)):
+                head = tail = True
+            else:
+                tail_units = share // 4 if budget.keep == "head+tail" else 0
+                head_units = share - tail_units - measures.newline
+                head = head or 0 < head_units >= body.head_measure
+                tail = tail or 0 < tail_units - measures.newline >= body.tail_measure
+        if head or tail:
+            wanted[position] = (head, tail)
+    return wanted

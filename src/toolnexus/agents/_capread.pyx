@@ -12,6 +12,7 @@ section heads, notice) is decided in ``_format`` and handed in as a layout.
 
 from typing import NamedTuple
 
+from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.type cimport PyType_GenericAlloc
@@ -43,8 +44,6 @@ cdef extern from "_capread_os.h" nogil:
 cdef extern from "_capread_utf8.h" nogil:
     int TNX_SCAN_OK
     void tnx_trim(const unsigned char *s, size_t *start, size_t *end)
-    void tnx_trim_start(const unsigned char *s, size_t *start, size_t end)
-    void tnx_trim_end(const unsigned char *s, size_t start, size_t *end)
     ctypedef struct tnx_text:
         size_t nchars
         uint32_t maxchar
@@ -90,13 +89,12 @@ class FileRead(NamedTuple):
 
 
 class Excerpt(NamedTuple):
-    """What ``read_excerpts`` read of one name."""
+    """What ``read_excerpts`` read of one name: bytes, as the file holds them."""
 
     read: FileRead
     length: int  # the file's length as read (0 unless present)
-    head: str | None  # the whole body, or the text of its start; None unless present
-    tail: str | None  # the text of its end; None unless it was not read whole
-    gap: int  # bytes between head and tail that were not read
+    head: bytes | None  # the bytes read from its start (all of it when tail is None); None unless present
+    tail: bytes | None  # the bytes read at its end, after those of head; None when it was read whole
 
 
 cdef enum:
@@ -317,13 +315,14 @@ cdef bint _same(struct_stat *a, struct_stat *b) noexcept nogil:
 
 cdef ssize_t _read_last(int fd, Buffer *arena, size_t base, size_t tail, size_t size, size_t have,
                         size_t limit, size_t *end) noexcept nogil:
-    """The last ``tail`` bytes of a file longer than the ``have`` bytes read from its start.
+    """The last bytes of a file longer than the ``have`` bytes read from its start.
 
-    They go into the arena at ``base``; ``end`` gets where they end in the
-    file (its length as read). When fstat's size can be believed, the end is
-    read in place; when it cannot (a pseudo-file, or a file that grew), the
-    file is read on to EOF or ``limit`` bytes in all, keeping only the last
-    ``tail``. Returns how many bytes it kept, or -1 with errno.
+    At most ``tail`` of them, and none of the first ``have``. They go into
+    the arena at ``base``; ``end`` gets where they end in the file (its
+    length as read). When fstat's size can be believed, the end is read in
+    place; when it cannot (a pseudo-file, or a file that grew), the file is
+    read on to EOF or ``limit`` bytes in all, keeping only the last ``tail``.
+    Returns how many bytes it kept, or -1 with errno.
     """
     cdef size_t got = 0
     cdef size_t total = have
@@ -332,6 +331,8 @@ cdef ssize_t _read_last(int fd, Buffer *arena, size_t base, size_t tail, size_t 
     cdef char *kept
     cdef char *chunk
     if size >= have:
+        if size - have < tail:
+            tail = size - have
         if _reserve(arena, base + tail) < 0:
             return -1
         while got < tail:
@@ -813,62 +814,30 @@ def compose_homes(directories, names, Py_ssize_t cap, int symlinks, layout):
     return homes
 
 
-cdef str _decoded(const char *data, size_t start, size_t stop):
-    return PyUnicode_DecodeUTF8(data + start, <Py_ssize_t>(stop - start), "replace")
-
-
-cdef object _excerpt(Outcome *out, const char *arena, size_t head, object read):
-    """The texts of a file read within its windows (see ``read_excerpts``)."""
-    cdef const unsigned char *data = <const unsigned char *>arena + out.offset
-    cdef const unsigned char *last = data + out.nread
-    cdef size_t start = 0
-    cdef size_t stop = out.nread
-    cdef size_t floor
-    cdef size_t begin = 0
-    cdef size_t finish = out.tail_len
-    if stop >= 3 and data[0] == 0xEF and data[1] == 0xBB and data[2] == 0xBF:
-        start = 3
-    if not out.truncated:  # read whole: one body, trimmed at both ends
-        tnx_trim(data, &start, &stop)
-        return Excerpt(read, out.length, _decoded(<const char *>data, start, stop), None, 0)
-    # The head: cut at ``head`` bytes as the cap cuts, without BOM and leading White_Space.
-    stop = head
-    floor = head - 3 if head > 3 else 0
-    while stop > floor and (data[stop] & 0xC0) == 0x80:
-        stop -= 1
-    if stop < 3:
-        start = 0
-    tnx_trim_start(data, &start, stop)
-    # The tail: from the first character that starts in it, without trailing White_Space.
-    while begin < 3 and begin < finish and (last[begin] & 0xC0) == 0x80:
-        begin += 1
-    tnx_trim_end(last, begin, &finish)
-    return Excerpt(
-        read,
-        out.length,
-        _decoded(<const char *>data, start, stop),
-        _decoded(<const char *>last, begin, finish),
-        out.length - out.tail_len + begin - stop,
-    )
+cdef object _excerpt(Outcome *out, const char *arena, object read):
+    """The bytes of a file read within its windows (see ``read_excerpts``)."""
+    cdef const char *data = arena + out.offset
+    head = PyBytes_FromStringAndSize(data, <Py_ssize_t>out.nread)
+    if not out.truncated:  # read whole
+        return Excerpt(read, out.length, head, None)
+    return Excerpt(read, out.length, head,
+                   PyBytes_FromStringAndSize(data + out.nread, <Py_ssize_t>out.tail_len))
 
 
 def read_excerpts(bytes directory, names, Py_ssize_t cap, int symlinks, windows):
-    """Read at most the first ``head`` and the last ``tail`` bytes of each of ``names``.
+    """Read at most the first ``head + tail + 1`` and the last ``tail`` bytes of each of ``names``.
 
     ``directory``, ``names``, ``cap`` and ``symlinks`` are as for
     ``compose_homes``; ``windows`` gives ``(head, tail)`` per name, with
-    ``head + 2 * tail <= cap``: no more than ``cap + 1`` bytes of a file are
-    read, the first ``head + tail + 1`` (to learn whether the file is longer)
-    and then the last ``tail``. A file no longer than ``head + tail`` bytes is
-    read whole: its ``head`` text is its body (without a leading BOM and
-    White_Space at both ends) and ``tail`` is None. A longer one gives the
-    text of its first ``head`` bytes (backed off to a character boundary,
-    without BOM and leading White_Space), of its last ``tail`` bytes (from
-    the first character that starts there, without trailing White_Space),
-    and ``gap``, how many bytes between the two were not read. Texts are
-    decoded as UTF-8 with U+FFFD replacement. A file whose size fstat does
-    not tell is read on to its end, or to ``cap + 1`` bytes, keeping the
-    last ``tail``. Never raises for a file's trouble: that is what each
+    ``head + 2 * tail <= cap``, so that no more than ``cap + 1`` bytes of a
+    file are read. A file no longer than ``head + tail`` bytes is read whole:
+    ``Excerpt.head`` holds its bytes and ``tail`` is None. A longer one gives
+    the ``head + tail + 1`` bytes of its start in ``head`` and its last
+    bytes in ``tail``: at most ``tail`` of them, and none that ``head``
+    holds. ``length`` is the file's length as read; a file whose size fstat
+    does not tell is read on to its end, or to ``cap + 1`` bytes, keeping the
+    last ``tail``. The bytes are as the file holds them: nothing is cut,
+    trimmed or decoded. Never raises for a file's trouble: that is what each
     ``Excerpt.read`` reports.
     """
     cdef tuple tnames = tuple(names)
@@ -916,12 +885,12 @@ def read_excerpts(bytes directory, names, Py_ssize_t cap, int symlinks, windows)
             out = &outs[i]
             if out.status == PRESENT:
                 read = _file_read(_PRESENT, 0, out.kind, out.nread + out.tail_len, out.truncated, out.stable)
-                excerpts.append(_excerpt(out, arena.data, heads[i], read))
+                excerpts.append(_excerpt(out, arena.data, read))
             elif out.status == MISSING and out.err == ENOENT:
                 excerpts.append(_MISSING_EXCERPT)
             else:
                 read = _file_read(out.status, out.err, out.kind, 0, False, out.stable)
-                excerpts.append(Excerpt(read, 0, None, None, 0))
+                excerpts.append(Excerpt(read, 0, None, None))
         return tuple(excerpts)
     finally:
         free(cnames)
@@ -931,7 +900,7 @@ def read_excerpts(bytes directory, names, Py_ssize_t cap, int symlinks, windows)
         _give_back(arena)
 
 
-_MISSING_EXCERPT = Excerpt(_MISSING_ENOENT, 0, None, None, 0)
+_MISSING_EXCERPT = Excerpt(_MISSING_ENOENT, 0, None, None)
 
 
 def decode_utf8(const unsigned char[::1] data):

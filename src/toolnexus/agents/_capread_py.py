@@ -13,13 +13,13 @@ from __future__ import annotations
 import enum
 import errno
 import os
-import re
 import stat
 import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
+from ._bodies import body_bounds
 from ._format import WHITESPACE
 
 __all__ = [
@@ -65,13 +65,12 @@ class FileRead(NamedTuple):
 
 
 class Excerpt(NamedTuple):
-    """What ``read_excerpts`` read of one name."""
+    """What ``read_excerpts`` read of one name: bytes, as the file holds them."""
 
     read: FileRead
     length: int  # the file's length as read (0 unless present)
-    head: str | None  # the whole body, or the text of its start; None unless present
-    tail: str | None  # the text of its end; None unless it was not read whole
-    gap: int  # bytes between head and tail that were not read
+    head: bytes | None  # the bytes read from its start (all of it when tail is None); None unless present
+    tail: bytes | None  # the bytes read at its end, after those of head; None when it was read whole
 
 
 # (files, firsts, nexts, notice): see compose_homes.
@@ -96,7 +95,6 @@ _FILE_FLAGS = (
 _DIR_FLAGS = (_O_PATH or os.O_RDONLY) | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 _HAVE_DIR_FD = os.open in os.supports_dir_fd
 _yield = getattr(os, "sched_yield", lambda: None)
-_BOM = b"\xef\xbb\xbf"
 # errnos that mean "nothing usable is there": the name or a parent is absent.
 _ABSENT = frozenset({errno.ENOENT, errno.ENOTDIR})
 # O_NOFOLLOW on a symlink fails with ELOOP on Linux and macOS, EMLINK on FreeBSD.
@@ -271,21 +269,23 @@ def _same(a: os.stat_result, b: os.stat_result) -> bool:
 
 
 def _read_last(fd: int, tail: int, size: int, have: int, limit: int) -> tuple[bytes, int]:
-    """The last ``tail`` bytes of a file longer than the ``have`` bytes read from its start.
+    """The last bytes of a file longer than the ``have`` bytes read from its start.
 
-    Also where they end: the file's length as read. When fstat's size can be
-    believed, the end is read in place; when it cannot (a pseudo-file, or a
-    file that grew), the file is read on to EOF or ``limit`` bytes in all,
-    keeping only the last ``tail``.
+    At most ``tail`` of them, and none of the first ``have``; also where they
+    end: the file's length as read. When fstat's size can be believed, the
+    end is read in place; when it cannot (a pseudo-file, or a file that
+    grew), the file is read on to EOF or ``limit`` bytes in all, keeping only
+    the last ``tail``.
     """
     if size >= have:
+        want = min(tail, size - have)
         last = b""
-        while len(last) < tail:
-            chunk = os.pread(fd, tail - len(last), size - tail + len(last))
+        while len(last) < want:
+            chunk = os.pread(fd, want - len(last), size - want + len(last))
             if not chunk:
                 break  # it shrank: the stability check sees it
             last += chunk
-        return last, size - tail + len(last)
+        return last, size - want + len(last)
     keep = b""
     total = have
     while total < limit:
@@ -360,61 +360,14 @@ _MISSING = Status.MISSING
 _MISSING_ENOENT = FileRead(_MISSING, errno.ENOENT, 0, 0, False, True)
 
 
-# One White_Space character in UTF-8, and the same reversed: the trim works on
-# bytes (see _capread_utf8.h for why that equals trimming the decoded text).
-_SPACE = rb"[\t-\r ]|\xc2[\x85\xa0]|\xe1\x9a\x80|\xe2\x80[\x80-\x8a\xa8\xa9\xaf]|\xe2\x81\x9f|\xe3\x80\x80"
-_SPACE_REVERSED = (
-    rb"[\t-\r ]|[\x85\xa0]\xc2|\x80\x9a\xe1|[\x80-\x8a\xa8\xa9\xaf]\x80\xe2|\x9f\x81\xe2|\x80\x80\xe3"
-)
-_LEADING_SPACE = re.compile(b"(?:" + _SPACE + b")*")
-_TRAILING_SPACE_REVERSED = re.compile(b"(?:" + _SPACE_REVERSED + b")*")
-_ASCII_SPACE = b"\t\n\x0b\x0c\r "
-# Bytes that can start or end a White_Space character.
-_SPACE_STARTS = frozenset([*_ASCII_SPACE, 0xC2, 0xE1, 0xE2, 0xE3])
-_SPACE_ENDS = frozenset([*_ASCII_SPACE, *range(0x80, 0xC0)])
 # The size up to which _compose_home decodes a whole body first and trims the
 # text after (with WHITESPACE, the same set as text).
 _DECODE_THEN_STRIP = 64 * 1024
 
 
-def _trim_end(data: bytes | bytearray, start: int, end: int) -> int:
-    """Where ``data[start:end]`` ends once the White_Space at its end is left out."""
-    # Through a window that grows until the run of White_Space found at its
-    # end stops inside it (3 bytes: the longest White_Space character).
-    window = 64
-    while end > start and data[end - 1] in _SPACE_ENDS:
-        low = max(start, end - window)
-        tail = data[low:end]
-        kept = tail.rstrip(_ASCII_SPACE)  # the usual case: a newline or two, and no more
-        if kept and kept[-1] >= 0x80:  # it may end in a multi-byte one
-            match = _TRAILING_SPACE_REVERSED.match(tail[::-1])
-            run = match.end() if match else 0
-        else:
-            run = len(tail) - len(kept)
-        if run + 3 < len(tail) or low == start:
-            return end - run
-        window *= 8
-    return end
-
-
-def _body(data: bytes | bytearray, cap: int) -> tuple[int, int]:
-    """Where the body lies in ``data``: cut at the cap, backed off, without BOM, trimmed."""
-    end = len(data)
-    if end > cap:
-        end = cap
-        floor = max(cap - 3, 0)
-        while end > floor and data[end] & 0xC0 == 0x80:
-            end -= 1
-    start = 3 if end >= 3 and data.startswith(_BOM) else 0
-    if start < end and data[start] in _SPACE_STARTS:
-        match = _LEADING_SPACE.match(data, start, end)
-        start = match.end() if match else start
-    return start, _trim_end(data, start, end)
-
-
 def _decode_trimmed(data: bytes | bytearray, cap: int) -> str:
-    """The body of ``data``, as ``_body`` finds it, decoded with U+FFFD for what is ill-formed."""
-    start, end = _body(data, cap)
+    """The body of ``data``, as ``body_bounds`` finds it, decoded with U+FFFD for what is ill-formed."""
+    start, end = body_bounds(data, cap)
     return str(memoryview(data)[start:end], "utf-8", "replace")
 
 
@@ -539,47 +492,22 @@ def compose_homes(
     return [_compose_home(directory, names, cap, symlinks, layout) for directory in directories]
 
 
-def _excerpt(read: FileRead, first: bytes | bytearray, last: bytes, end: int, head: int) -> Excerpt:
-    """The texts of a file read within its windows (see ``read_excerpts``)."""
-    if not read.truncated:  # read whole: one body, trimmed at both ends
-        start, stop = _body(first, len(first))
-        return Excerpt(read, end, str(memoryview(first)[start:stop], "utf-8", "replace"), None, 0)
-    # The head: cut at ``head`` bytes as the cap cuts, without BOM and leading White_Space.
-    stop = head
-    floor = max(head - 3, 0)
-    while stop > floor and first[stop] & 0xC0 == 0x80:
-        stop -= 1
-    start = 3 if stop >= 3 and first.startswith(_BOM) else 0
-    match = _LEADING_SPACE.match(first, start, stop)
-    start = match.end() if match else start
-    text = str(memoryview(first)[start:stop], "utf-8", "replace")
-    # The tail: from the first character that starts in it, without trailing White_Space.
-    begin = 0
-    while begin < min(3, len(last)) and last[begin] & 0xC0 == 0x80:
-        begin += 1
-    tail = str(memoryview(last)[begin : _trim_end(last, begin, len(last))], "utf-8", "replace")
-    return Excerpt(read, end, text, tail, end - len(last) + begin - stop)
-
-
 def read_excerpts(
     directory: bytes, names: Sequence[bytes], cap: int, symlinks: int, windows: Sequence[tuple[int, int]]
 ) -> tuple[Excerpt, ...]:
-    """Read at most the first ``head`` and the last ``tail`` bytes of each of ``names``.
+    """Read at most the first ``head + tail + 1`` and the last ``tail`` bytes of each of ``names``.
 
     ``directory``, ``names``, ``cap`` and ``symlinks`` are as for
     ``compose_homes``; ``windows`` gives ``(head, tail)`` per name, with
-    ``head + 2 * tail <= cap``: no more than ``cap + 1`` bytes of a file are
-    read, the first ``head + tail + 1`` (to learn whether the file is longer)
-    and then the last ``tail``. A file no longer than ``head + tail`` bytes is
-    read whole: its ``head`` text is its body (without a leading BOM and
-    White_Space at both ends) and ``tail`` is None. A longer one gives the
-    text of its first ``head`` bytes (backed off to a character boundary,
-    without BOM and leading White_Space), of its last ``tail`` bytes (from
-    the first character that starts there, without trailing White_Space),
-    and ``gap``, how many bytes between the two were not read. Texts are
-    decoded as UTF-8 with U+FFFD replacement. A file whose size fstat does
-    not tell is read on to its end, or to ``cap + 1`` bytes, keeping the
-    last ``tail``. Never raises for a file's trouble: that is what each
+    ``head + 2 * tail <= cap``, so that no more than ``cap + 1`` bytes of a
+    file are read. A file no longer than ``head + tail`` bytes is read whole:
+    ``Excerpt.head`` holds its bytes and ``tail`` is None. A longer one gives
+    the ``head + tail + 1`` bytes of its start in ``head`` and its last
+    bytes in ``tail``: at most ``tail`` of them, and none that ``head``
+    holds. ``length`` is the file's length as read; a file whose size fstat
+    does not tell is read on to its end, or to ``cap + 1`` bytes, keeping the
+    last ``tail``. The bytes are as the file holds them: nothing is cut,
+    trimmed or decoded. Never raises for a file's trouble: that is what each
     ``Excerpt.read`` reports.
     """
     _check_arguments([directory], names, cap)
@@ -592,16 +520,16 @@ def read_excerpts(
             )
     dirfd = _open_dir(directory)
     if not isinstance(dirfd, int):
-        return tuple(Excerpt(dirfd, 0, None, None, 0) for _ in names)
+        return tuple(Excerpt(dirfd, 0, None, None) for _ in names)
     excerpts = []
     try:
         for name, (head, tail) in zip(names, windows, strict=True):
             want = head + tail + 1
             read, first, last, end = _read_name(dirfd, directory, name, symlinks, want, tail, cap + 1)
             if first is None:
-                excerpts.append(Excerpt(read, 0, None, None, 0))
+                excerpts.append(Excerpt(read, 0, None, None))
             else:
-                excerpts.append(_excerpt(read, first, last, end, head))
+                excerpts.append(Excerpt(read, end, bytes(first), last if read.truncated else None))
     finally:
         if dirfd >= 0:
             os.close(dirfd)

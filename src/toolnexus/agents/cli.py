@@ -283,34 +283,57 @@ def _cmd_compose(args: argparse.Namespace) -> int:
 # ---- check -------------------------------------------------------------------
 
 
-def _cut_note(report: FileReport, unit: str) -> str:
-    if not report.kept and report.kept is not None and report.left_out_bytes is not None:
-        return f"  left out: no room ({report.left_out_bytes:,} bytes)"
-    kept = f"kept {report.kept:,} {unit}"
+def _on_disk(directory: str, report: FileReport) -> str:
+    """The size the filesystem gives a present file, for the table (it may have changed since)."""
+    try:
+        return f"{os.stat(os.path.join(directory, report.name)).st_size:,d} B"
+    except OSError:
+        return "?"
+
+
+def _kept(report: FileReport) -> str:
+    """What the budget kept of a present file, in its unit."""
+    if report.kept is None:
+        return ""
+    if not report.cut:
+        return f"all {report.kept:,}"
     if report.left_out is not None:
-        return f"  {kept} of {report.kept + report.left_out:,}"  # type: ignore[operator]
-    return f"  {kept}, {report.left_out_bytes:,} bytes left out"
+        return f"{report.kept:,} of {report.kept + report.left_out:,}"
+    return f"{report.kept:,}, {report.left_out_bytes or 0:,} B left out"
 
 
 def _format_check(directory: str, soul: Soul) -> str:
-    lines = [_shown(directory)]
+    """One home's table: each file's status, its size on disk, the bytes read, what a budget kept."""
     unit = "" if soul.budget is None else _unit(soul.budget)
+    head = f"  {'file':<13}{'status':<20}{'on disk':>12}{'read':>12}"
+    lines = [_shown(directory), head + (f"  kept ({unit})" if unit else "")]
     for report in soul.files:
-        note = "" if report.status in (FileStatus.PRESENT, FileStatus.MISSING) else f"  {report.error}"
+        present = report.status is FileStatus.PRESENT
         if report.cut:
-            state = "cut"
-            note = _cut_note(report, unit)
+            state = "left out" if present and report.name not in soul.found else "cut"
         elif report.truncated:
             state = "truncated"
-        elif report.status is FileStatus.PRESENT and not report.stable:
+        elif present and not report.stable:
             state = "unstable"
         else:
             state = report.status.value
-        size = f"{report.size:>10,d} B" if report.status is FileStatus.PRESENT else f"{'-':>12}"
-        lines.append(f"  {report.name:<13}{state:<20}{size}{note}")
+        if present:
+            sizes = f"{_on_disk(directory, report):>12}{report.size:>10,d} B"
+            note = f"  {_kept(report)}" if unit else ""
+        else:
+            sizes = f"{'-':>12}{'-':>12}"
+            note = "" if report.status is FileStatus.MISSING else f"  {report.error}"
+        lines.append(f"  {report.name:<13}{state:<20}{sizes}{note}".rstrip())
+    there = sum(report.status is FileStatus.PRESENT for report in soul.files)
+    if soul.budget is not None and there and not soul.found:
+        kept = "none fits the budget"
+    elif len(soul.found) < there:
+        kept = f"{len(soul.found)} in the soul ({there - len(soul.found)} left out)"
+    else:
+        kept = ""
     lines.append(
-        f"  {len(soul.found)} of {len(soul.files)} present, {len(soul.text):,d} characters,"
-        f" sha256 {soul.digest[:16]}"
+        f"  {there} of {len(soul.files)} present{', ' + kept if kept else ''},"
+        f" {len(soul.text):,d} characters, sha256 {soul.digest[:16]}"
     )
     if soul.budget is not None and soul.used is not None:
         limit = (
