@@ -11,6 +11,7 @@ for the same build, inputs and environment, whatever else the machine does.
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import shutil
@@ -58,6 +59,8 @@ def instructions(reader: str, compose: bool) -> int:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.parse_args()  # no options; --help says what the script does
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not on PATH")
     print(f"{'reader':<9} {'instructions per soul':>22}")

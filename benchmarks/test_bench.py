@@ -10,7 +10,10 @@ Without ``--benchmark-enable`` (as in CI) every pass runs once, untimed.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
@@ -140,3 +143,25 @@ def test_all_contenders_compose_the_same_souls(scenario_dirs: dict[str, list[str
             pure = compose_soul(directory)
         assert compose_soul(directory) == pure
         assert baseline_compose_soul(directory)[1] == pure[1]
+
+
+SCRIPTS = sorted(
+    path.name
+    for path in Path(__file__).parent.glob("*.py")
+    if path.name != "test_bench.py" and 'if __name__ == "__main__":' in path.read_text(encoding="utf-8")
+)
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_every_script_answers_help(script: str) -> None:
+    # --help says what a script does and exits at once (callgrind.py once
+    # started a two-minute valgrind run instead).
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).parent / script), "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.startswith("usage: ")

@@ -5,29 +5,40 @@ with ``_reader.use()``; its ``compiled`` parameter imports
 ``toolnexus.agents._capread`` itself, so a missing build is a failure, never
 a silent second run of the pure reader. A test that does not depend on the
 reader (constants, argument parsing, subprocesses that choose their own)
-is marked ``reader_independent`` and runs once.
+is marked ``reader_independent`` and runs once; one that needs the compiled
+reader alone is marked ``needs_compiled``.
+
+Two options say what is being tested. ``--pure-only``: this install has
+no compiled reader (a build without a compiler, or Windows, where it is
+implied), so every test runs on the pure reader and the compiled reader's
+own tests are skipped. ``--installed``: the package under test is an
+installed wheel; without it, the suite refuses to run unless it imports
+``toolnexus.agents`` from this checkout's ``src/`` (``pip install -e .``),
+so that a change is never left untested by an older install.
 """
 
 from __future__ import annotations
 
 import os
+import pickle
 import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Final
 
 import pytest
 from hypothesis import HealthCheck, settings
 
+import toolnexus.agents
 from toolnexus.agents import _reader
 from toolnexus.agents._capread_py import FileRead
 from toolnexus.agents._format import layout
 
-# The compiled reader is POSIX-only by design; Windows installs the pure
-# wheel. Anywhere else a missing extension is a failure, never a skip.
-WITHOUT_EXTENSION = sys.platform == "win32"
-needs_extension = pytest.mark.skipif(WITHOUT_EXTENSION, reason="the compiled reader is POSIX-only")
-READERS = (pytest.param("compiled", marks=needs_extension), "pure")
+CHECKOUT: Final = Path(__file__).resolve().parents[1]
+# The twins the suite runs on: both, unless --pure-only (or Windows) says
+# the compiled one is not built here. Filled in place, at configuration.
+TWINS: list[_reader.ReaderName] = ["compiled", "pure"]
 
 # Hypothesis profiles, chosen with TOOLNEXUS_SOUL_FUZZ: "ci" (the default,
 # quick) or "long" (many more examples, for a fuzzing session).
@@ -38,9 +49,45 @@ settings.register_profile(
 settings.load_profile(os.environ.get("TOOLNEXUS_SOUL_FUZZ", "ci"))
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("toolnexus-soul")
+    group.addoption(
+        "--pure-only",
+        action="store_true",
+        help="this install has no compiled reader: run every test on the pure one, skip the compiled one's",
+    )
+    group.addoption(
+        "--installed",
+        action="store_true",
+        help="test the installed package (a wheel), not this checkout's src/",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("pure_only") or sys.platform == "win32":  # Windows installs the pure reader only
+        TWINS[:] = ["pure"]
+    if not config.getoption("installed"):
+        loaded = Path(toolnexus.agents.__file__).resolve().parent
+        here = CHECKOUT / "src" / "toolnexus" / "agents"
+        if loaded != here:
+            raise pytest.UsageError(
+                f"the tests import toolnexus.agents from {loaded}, not from this checkout ({here}):"
+                " run `pip install -e '.[test]'` here first, or pass --installed to test an installed wheel"
+            )
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if metafunc.definition.get_closest_marker("reader_independent") is None:
-        metafunc.parametrize("reader", READERS, indirect=True)
+        metafunc.parametrize("reader", TWINS, indirect=True)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if "compiled" in TWINS:
+        return
+    skip = pytest.mark.skip(reason="--pure-only: this install has no compiled reader")
+    for item in items:
+        if item.get_closest_marker("needs_compiled") is not None:
+            item.add_marker(skip)
 
 
 @pytest.fixture(autouse=True)
@@ -115,3 +162,50 @@ def fork() -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         return os.fork()
+
+
+def unprivileged(call: Callable[[], object]) -> object:
+    """``call()`` in a forked child that has given up root: its result, or the exception it raised.
+
+    The child takes uid and gid 65534 (nobody) when it runs as root, so it
+    can no longer read what only root can; what it returns or raises comes
+    back pickled.
+    """
+    read_end, write_end = os.pipe()
+    pid = fork()
+    if pid == 0:  # the child: never returns
+        code = 0
+        try:
+            os.close(read_end)
+            if is_root():
+                os.setgroups([])
+                os.setgid(65534)
+                os.setuid(65534)
+            try:
+                outcome: object = ("returned", call())
+            except Exception as exc:
+                outcome = ("raised", exc)
+            os.write(write_end, pickle.dumps(outcome))
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        payload = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, "the unprivileged child failed"
+    how, value = pickle.loads(payload)
+    if how == "raised":
+        raise value
+    return value
+
+
+def check_note() -> str:
+    """What ``check`` says on standard error about the reader: only where the compiled one failed to build."""
+    if _reader.ACCELERATED or _reader.NO_EXTENSIONS:
+        return ""
+    return (
+        "toolnexus-soul: note: pure-Python reader: the compiled one is not built here;"
+        " composing is several times slower\n"
+    )

@@ -325,7 +325,9 @@ def test_the_report_says_what_the_budget_did(home: Path, write: Writer) -> None:
         "kept_bytes": 94,
         "left_out_bytes": 225,
     }
-    assert "budget" not in compose(home).as_dict()
+    plain = compose(home).as_dict()
+    assert (plain["budget"], plain["used"], plain["cut"], plain["near_limit"]) == (None, None, [], False)
+    assert list(plain) == list(record)  # the same keys, with a budget or without
 
 
 # ---- the command line -------------------------------------------------------------
@@ -404,10 +406,10 @@ def test_cli_batch_with_a_budget(home: Path, write: Writer, capsys: Capture) -> 
 @pytest.mark.reader_independent
 @pytest.mark.parametrize("value", ["0", "-3", "many"])
 def test_cli_rejects_a_bad_budget(value: str, capsys: Capture) -> None:
-    with pytest.raises(SystemExit) as caught:
-        main(["compose", ".", "--budget", value])
-    assert caught.value.code == 2
-    assert "--budget" in capsys.readouterr().err
+    assert main(["compose", ".", "--budget", value]) == 2
+    out, err = capsys.readouterr()
+    why = "not a whole number: 'many'" if value == "many" else f"must be 1 or more, not {value}"
+    assert (out, err.splitlines()[-1]) == ("", f"toolnexus-soul compose: error: argument --budget: {why}")
 
 
 # ---- the laws, on the cases that broke them (one test per case) -----------------
@@ -541,3 +543,41 @@ def test_word_and_line_counts_keep_the_line_rule(home: Path, write: Writer) -> N
     assert soul.text == f"## SOUL.md\n\n{head}\n{marker('SOUL.md', 472)}\n{tail}"
     soul = compose(home, budget=Budget(per_file=4, count=lines))
     assert soul.text == "## SOUL.md\n\n" + "\n".join(rows[:2]) + "\n" + marker("SOUL.md", 644)
+
+
+class Tally(str):
+    """A name that counts how often it is compared: to see a check's cost without a clock."""
+
+    comparisons = 0
+
+    def __eq__(self, other: object) -> bool:
+        Tally.comparisons += 1
+        return str.__eq__(self, other)
+
+    __hash__ = str.__hash__
+
+
+@pytest.mark.reader_independent
+def test_files_are_checked_in_linear_time(home: Path) -> None:
+    names = [Tally(f"note-{n}.md") for n in range(3000)]
+    Tally.comparisons = 0
+    assert compose(home, files=names).found == ()
+    assert Tally.comparisons <= 3 * len(names)  # a list scanned per name: 4.5 million
+
+
+@pytest.mark.reader_independent
+@pytest.mark.parametrize("files", [{"SOUL.md"}, frozenset({"SOUL.md", "USER.md"}), {"SOUL.md": 1}.keys()])
+def test_unordered_files_are_refused(home: Path, files: object) -> None:
+    with pytest.raises(TypeError) as caught:
+        compose(home, files=files)  # type: ignore[arg-type]
+    assert str(caught.value) == f"files must be an ordered sequence of names, not {type(files).__name__}"
+
+
+def test_compose_soul_takes_files(home: Path, write: Writer) -> None:
+    write("TOOLS.md", "tools")
+    write("NOTES.md", "notes")
+    assert compose_soul(home, files=["NOTES.md", "TOOLS.md"]) == (
+        "## NOTES.md\n\nnotes\n\n## TOOLS.md\n\ntools",
+        ["NOTES.md", "TOOLS.md"],
+    )
+    assert asyncio.run(acompose_soul(home, files=["TOOLS.md"])) == ("## TOOLS.md\n\ntools", ["TOOLS.md"])

@@ -202,6 +202,12 @@ def test_relative_paths_follow_the_working_directory(
     (tmp_path / "b" / "home" / "SOUL.md").write_text("in b, edited")
     assert cache.compose("home").text == "## SOUL.md\n\nin b, edited"
     assert cache.stats.notified == 2
+    # Remembered per working directory: back in a, the same words lead to a.
+    monkeypatch.chdir(tmp_path / "a")
+    hits = cache.stats.hits
+    assert cache.compose("home").text == "## SOUL.md\n\nin a"
+    assert cache.compose(Path("home")).text == "## SOUL.md\n\nin a"
+    assert cache.stats.hits == hits + 2
 
 
 def test_unchanged_homes_stay_hits_while_others_change(tmp_path: Path, cache: SoulCache) -> None:
@@ -266,6 +272,26 @@ def test_watch_exhaustion_moves_the_home_to_stat(
     assert (
         str(caught.value)
         == f"cannot notify for {str(home)!r}: no inotify watch left (see fs.inotify.max_user_watches)"
+    )
+
+
+def test_no_queue_to_be_had_says_why(home: Path, write: Writer, monkeypatch: pytest.MonkeyPatch) -> None:
+    write("SOUL.md", "soul")
+
+    def none_left() -> int:
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    assert _reader.notifier is not None
+    monkeypatch.setattr(_reader.notifier, "open_queue", none_left)
+    with SoulCache() as auto:
+        assert auto.compose(home).text == "## SOUL.md\n\nsoul"
+        assert auto.stats.stat_checked == 1
+    with SoulCache(validate="notify") as notify, pytest.raises(NotificationError) as caught:
+        notify.compose(home)
+    assert str(caught.value) == (
+        f"cannot notify for {str(home)!r}: no inotify queue to be had: this user's"
+        " fs.inotify.max_user_instances (128 by default; each notifying SoulCache holds one),"
+        " or the process's open-file limit, is reached"
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import io
 import json
@@ -13,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import READERS, Writer
-from toolnexus.agents import compose
+from conftest import TWINS, Writer, check_note
+from toolnexus.agents import __version__, compose
 from toolnexus.agents.cli import main
 
 Capture = pytest.CaptureFixture[str]
@@ -37,37 +38,54 @@ def test_compose_prints_the_soul_byte_exact(home: Path, write: Writer, capsys: C
     )
 
 
+def file_record(name: str, status: str = "missing", **fields: object) -> dict[str, object]:
+    """One file's JSON report, as every JSON output has it: all twelve keys."""
+    record: dict[str, object] = {
+        "name": name,
+        "status": status,
+        "size": 0,
+        "truncated": False,
+        "stable": True,
+        "errno": errno.ENOENT if status == "missing" else None,
+        "error": os.strerror(errno.ENOENT) if status == "missing" else None,
+        "cut": False,
+        "kept": None,
+        "left_out": None,
+        "kept_bytes": None,
+        "left_out_bytes": None,
+    }
+    return {**record, **fields}
+
+
 def test_compose_json(home: Path, write: Writer, capsys: Capture) -> None:
     write("SOUL.md", "abcdef")
     (home / "USER.md").mkdir()
     code, out, err = run(["compose", str(home), "--json", "--max-file-bytes", "4"], capsys)
     assert (code, err) == (0, "")
-    record = json.loads(out)
     text = "## SOUL.md\n\nabcd\n[truncated: exceeds 4 bytes bootstrap cap]"
-    assert record["dir"] == str(home)
-    assert record["text"] == text
-    assert record["found"] == ["SOUL.md"]
-    assert record["digest"] == hashlib.sha256(text.encode()).hexdigest()
-    assert record["max_file_bytes"] == 4
-    assert record["symlinks"] == "follow"
-    assert [f["status"] for f in record["files"]] == [
-        "missing",
-        "present",
-        "missing",
-        "not a regular file",
-        "missing",
-        "missing",
-        "missing",
-    ]
-    assert record["files"][1] == {
-        "name": "SOUL.md",
-        "status": "present",
-        "size": 5,
-        "truncated": True,
-        "stable": True,
-        "errno": None,
-        "error": None,
+    assert json.loads(out) == {
+        "dir": str(home),
+        "text": text,
+        "found": ["SOUL.md"],
+        "truncated": ["SOUL.md"],
+        "cut": [],
+        "used": None,
+        "near_limit": False,
+        "budget": None,
+        "digest": hashlib.sha256(text.encode()).hexdigest(),
+        "max_file_bytes": 4,
+        "symlinks": "follow",
+        "files": [
+            file_record("AGENTS.md"),
+            file_record("SOUL.md", "present", size=5, truncated=True),
+            file_record("IDENTITY.md"),
+            file_record("USER.md", "not a regular file", error="is a directory"),
+            file_record("TOOLS.md"),
+            file_record("HEARTBEAT.md"),
+            file_record("MEMORY.md"),
+        ],
     }
+    assert out.endswith("\n}\n")
 
 
 def test_compose_symlink_policy(tmp_path: Path, home: Path, capsys: Capture) -> None:
@@ -86,12 +104,17 @@ def test_compose_strict_failure(home: Path, capsys: Capture) -> None:
     )
 
 
-def test_compose_bad_cap(home: Path, capsys: Capture) -> None:
-    assert run(["compose", str(home), "--max-file-bytes", "0"], capsys) == (
-        2,
-        "",
-        "toolnexus-soul: error: max_file_bytes must be between 1 and 9223372036854775806, got 0\n",
-    )
+def test_compose_bad_cap(home: Path, capsys: Capture, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "400")  # argparse wraps its usage at the terminal's width
+    code, out, err = run(["compose", str(home), "--max-file-bytes", "0"], capsys)
+    assert (code, out) == (2, "")
+    assert err.splitlines() == [
+        "usage: toolnexus-soul compose [-h] [--json] [--strict] [--max-file-bytes N]"
+        " [--symlinks {follow,within,refuse}] [--files NAME,...] [--budget N] [--per-file N]"
+        " [--keep {head+tail,head}] [--count {chars,bytes}] DIR",
+        "toolnexus-soul compose: error: argument --max-file-bytes:"
+        " must be between 1 and 9223372036854775806, not 0",
+    ]
 
 
 def test_check_table(home: Path, write: Writer, capsys: Capture) -> None:
@@ -104,7 +127,7 @@ def test_check_table(home: Path, write: Writer, capsys: Capture) -> None:
     )
     digest = hashlib.sha256(text.encode()).hexdigest()
     assert len(text) == 1102
-    assert (code, err) == (0, "")
+    assert (code, err) == (0, check_note())
     assert out == (
         f"{home}\n"
         "  file         status                   on disk        read\n"
@@ -134,7 +157,7 @@ def test_check_fails_for_a_missing_directory(tmp_path: Path, capsys: Capture) ->
     (tmp_path / "home").mkdir()
     argv = ["check", str(tmp_path / "absent"), str(tmp_path / "plain"), str(tmp_path / "home")]
     code, out, err = run(argv, capsys)
-    assert (code, err) == (1, "")
+    assert (code, err) == (1, check_note())
     assert out.splitlines()[:3] == [
         f"{tmp_path / 'absent'}  (no such directory)",
         f"{tmp_path / 'plain'}  (not a directory)",
@@ -155,17 +178,47 @@ def test_check_several_directories(tmp_path: Path, capsys: Capture) -> None:
 
 
 @pytest.mark.reader_independent
-def test_usage_errors_exit_2(capsys: Capture) -> None:
-    with pytest.raises(SystemExit) as caught:
-        main([])
-    assert caught.value.code == 2
-    with pytest.raises(SystemExit) as caught:
-        main(["compose", "x", "--symlinks", "sometimes"])
-    assert caught.value.code == 2
+@pytest.mark.parametrize(
+    ("argv", "last_line"),
+    [
+        ([], "toolnexus-soul: error: a command is needed: compose, check, batch"),
+        (
+            ["compose", "x", "--symlinks", "sometimes"],
+            "toolnexus-soul compose: error: argument --symlinks:"
+            " invalid choice: 'sometimes' (choose from 'follow', 'within', 'refuse')",
+        ),
+        (["compose", "a", "b"], "toolnexus-soul compose: error: unrecognized arguments: b"),
+        (
+            ["check", "a", "--max-file-bytes", "x"],
+            "toolnexus-soul check: error: argument --max-file-bytes: not a whole number: 'x'",
+        ),
+        (["--version", "extra"], "toolnexus-soul: error: --version takes no other arguments"),
+        (
+            ["batch", "--workers", "0", "x"],
+            "toolnexus-soul batch: error: argument --workers: must be 1 or more, not 0",
+        ),
+        (
+            ["compose", "x", "--files", "SOUL.md,a/b.md"],
+            "toolnexus-soul compose: error: argument --files: files must hold plain file names, not 'a/b.md'",
+        ),
+        (
+            ["check", "x", "--files", "SOUL.md", "--files", "SOUL.md"],
+            "toolnexus-soul check: error: argument"
+            " --files: files must not name a file twice, as it does 'SOUL.md'",
+        ),
+    ],
+)
+def test_usage_errors_exit_2_in_one_style(argv: list[str], last_line: str, capsys: Capture) -> None:
+    code, out, err = run(argv, capsys)
+    assert (code, out) == (2, "")
+    lines = err.splitlines()
+    assert lines[-1] == last_line
+    command = last_line.split(":", maxsplit=1)[0]  # the usage is that of the command the error is about
+    assert lines[0].startswith(f"usage: {command} [-h]")
 
 
 @pytest.mark.reader_independent  # each subprocess chooses its reader
-@pytest.mark.parametrize("kind", READERS)
+@pytest.mark.parametrize("kind", TWINS)
 def test_python_dash_m_on_the_example_persona(kind: str) -> None:
     env = {k: v for k, v in os.environ.items() if k != "TOOLNEXUS_SOUL_NO_EXTENSIONS"}
     if kind == "pure":
@@ -185,8 +238,12 @@ def test_python_dash_m_on_the_example_persona(kind: str) -> None:
         env=env,
         check=True,
     )
-    reader = "compiled" if kind == "compiled" else "pure-Python"
-    assert version.stdout.endswith(f"({reader} reader)\n")
+    reader = (
+        "compiled reader"
+        if kind == "compiled"
+        else "pure-Python reader, as TOOLNEXUS_SOUL_NO_EXTENSIONS asks"
+    )
+    assert version.stdout == f"toolnexus-soul {__version__} ({reader})\n"
 
 
 # ---- batch -------------------------------------------------------------------
@@ -209,19 +266,27 @@ def test_batch_to_jsonl(tmp_path: Path, capsys: Capture) -> None:
     assert summary is not None
     assert summary.groups() == ("3", "4", "0.0")
     records = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
-    texts = [compose(h, max_file_bytes=10).text for h in homes]
+    # Every line is the record compose --json prints: the same keys.
+    assert records == [{"dir": h, **compose(h, max_file_bytes=10).as_dict()} for h in homes]
     assert records[0] == {
         "dir": homes[0],
-        "digest": hashlib.sha256(texts[0].encode()).hexdigest(),
-        "found": ["SOUL.md"],
-        "sizes": {"SOUL.md": 6},
-        "truncated": [],
         "text": "## SOUL.md\n\nsoul 0",
+        "found": ["SOUL.md"],
+        "truncated": [],
+        "cut": [],
+        "used": None,
+        "near_limit": False,
+        "budget": None,
+        "digest": hashlib.sha256(b"## SOUL.md\n\nsoul 0").hexdigest(),
+        "max_file_bytes": 10,
+        "symlinks": "follow",
+        "files": [
+            file_record("AGENTS.md"),
+            file_record("SOUL.md", "present", size=6),
+            *(file_record(n) for n in ("IDENTITY.md", "USER.md", "TOOLS.md", "HEARTBEAT.md", "MEMORY.md")),
+        ],
     }
-    assert records[2]["found"] == ["SOUL.md", "TOOLS.md"]
-    assert records[2]["sizes"] == {"SOUL.md": 11, "TOOLS.md": 11}
-    assert records[2]["truncated"] == ["SOUL.md", "TOOLS.md"]
-    assert [r["text"] for r in records] == texts
+    assert records[2]["found"] == records[2]["truncated"] == ["SOUL.md", "TOOLS.md"]
 
 
 def test_batch_from_file_and_stdin(tmp_path: Path, capsys: Capture, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -250,22 +315,24 @@ def test_batch_reports_problems(home: Path, capsys: Capture) -> None:
     (home / "SOUL.md").mkdir()
     code, stdout, _ = run(["batch", str(home)], capsys)
     assert code == 1
-    assert json.loads(stdout)["problems"] == [
-        {"name": "SOUL.md", "status": "not a regular file", "error": "is a directory"}
-    ]
+    assert json.loads(stdout)["files"][1] == file_record(
+        "SOUL.md", "not a regular file", error="is a directory"
+    )
     code, strict_out, stderr = run(["batch", str(home), "--strict"], capsys)
     assert (code, strict_out) == (1, stdout)
     assert stderr.splitlines()[0] == f"toolnexus-soul: {home}/SOUL.md: not a regular file: is a directory"
 
 
 def test_batch_usage_errors(home: Path, capsys: Capture) -> None:
-    assert run(["batch"], capsys) == (
+    code, out, err = run(["batch"], capsys)
+    assert (code, out, err.splitlines()[-1]) == (
         2,
         "",
-        "toolnexus-soul: error: batch needs at least one DIR or --from-file\n",
+        "toolnexus-soul batch: error: batch needs at least one DIR or --from-file",
     )
-    assert run(["batch", str(home), "--workers", "0"], capsys) == (
+    code, out, err = run(["batch", str(home), "--workers", "0"], capsys)
+    assert (code, out, err.splitlines()[-1]) == (
         2,
         "",
-        "toolnexus-soul: error: --workers must be >= 1, got 0\n",
+        "toolnexus-soul batch: error: argument --workers: must be 1 or more, not 0",
     )

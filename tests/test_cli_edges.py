@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import base64
+import io
 import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from toolnexus.agents import compose
+from conftest import check_note, is_root, unprivileged
+from toolnexus.agents import __version__, _reader, compose
 from toolnexus.agents._reader import ReaderName
-from toolnexus.agents.cli import main
+from toolnexus.agents._records import table
+from toolnexus.agents.cli import EPILOG, main
 
 Capture = pytest.CaptureFixture[str]
 ODD = b"caf\xe9"  # Latin-1 bytes: not a UTF-8 name
@@ -99,7 +103,7 @@ def shown(path: str) -> str:
 
 def test_check_shows_an_odd_name_escaped(odd_home: str, capsys: Capture) -> None:
     code, out, err = run(["check", odd_home], capsys)
-    assert (code, err) == (0, "")
+    assert (code, err) == (0, check_note())
     assert out.splitlines()[0] == os.fsdecode(os.path.dirname(os.fsencode(odd_home))) + "/caf\\xe9"
     assert out.splitlines()[3] == "  SOUL.md      present                      8 B         8 B"
 
@@ -175,24 +179,33 @@ def test_an_empty_directory_is_no_error(home: Path, capsys: Capture) -> None:
 # ---- 4. file arguments -------------------------------------------------------
 
 
+def last_line(argv: list[str], capsys: Capture) -> tuple[int, str, str]:
+    """The exit status, standard output, and the last line of standard error (a usage error's own)."""
+    code, out, err = run(argv, capsys)
+    return code, out, err.splitlines()[-1]
+
+
 def test_unusable_list_files_are_usage_errors(tmp_path: Path, capsys: Capture) -> None:
-    assert run(["batch", "--from-file", str(tmp_path / "nonexistent.txt")], capsys) == (
+    missing = tmp_path / "nonexistent.txt"
+    assert last_line(["batch", "--from-file", str(missing)], capsys) == (
         2,
         "",
-        f"toolnexus-soul: error: --from-file {tmp_path / 'nonexistent.txt'}: No such file or directory\n",
+        f"toolnexus-soul batch: error: argument --from-file: cannot read {missing}:"
+        " No such file or directory",
     )
-    assert run(["batch", "--from-file", str(tmp_path)], capsys) == (
+    assert last_line(["batch", "--from-file", str(tmp_path)], capsys) == (
         2,
         "",
-        f"toolnexus-soul: error: --from-file {tmp_path}: Is a directory\n",
+        f"toolnexus-soul batch: error: argument --from-file: cannot read {tmp_path}: Is a directory",
     )
 
 
 def test_an_unwritable_output_is_a_usage_error(home: Path, capsys: Capture) -> None:
-    assert run(["batch", str(home), "--jsonl", "/nonexistent/dir/out.jsonl"], capsys) == (
+    assert last_line(["batch", str(home), "--jsonl", "/nonexistent/dir/out.jsonl"], capsys) == (
         2,
         "",
-        "toolnexus-soul: error: --jsonl /nonexistent/dir/out.jsonl: No such file or directory\n",
+        "toolnexus-soul batch: error: argument --jsonl: cannot write /nonexistent/dir/out.jsonl:"
+        " No such file or directory",
     )
 
 
@@ -216,16 +229,10 @@ def test_strict_batch_writes_every_line(tmp_path: Path, capsys: Capture) -> None
     assert code == 1
     records = [json.loads(line) for line in out.splitlines()]
     assert [r["dir"] for r in records] == made
-    assert records[300]["problems"] == [
-        {"name": "TOOLS.md", "status": "not a regular file", "error": "is a directory"}
-    ]
-    assert records[301] == {
-        "dir": made[301],
-        "digest": compose(made[301]).digest,
-        "found": ["SOUL.md"],
-        "sizes": {"SOUL.md": 180},
-        "truncated": [],
-    }
+    without_text = compose(made[301]).as_dict()
+    del without_text["text"]
+    assert records[301] == {"dir": made[301], **without_text}
+    assert records[300]["files"][4]["status"] == "not a regular file"
     assert err.splitlines()[0] == f"toolnexus-soul: {bad}/TOOLS.md: not a regular file: is a directory"
     assert err.splitlines()[1].startswith("600 homes, 600 files, ")
 
@@ -239,22 +246,130 @@ def test_help_lists_policies_and_exit_codes(
     command: list[str], capsys: Capture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("COLUMNS", "100")  # argparse wraps help at the terminal's width
-    with pytest.raises(SystemExit) as caught:
-        main([*command, "--help"])
-    assert caught.value.code == 0
-    out = capsys.readouterr().out
+    code, out, err = run([*command, "--help"], capsys)
+    assert (code, err) == (0, "")
+    assert out.endswith("\n\n" + EPILOG)  # the policies and exit codes, as written
     lines = [line.rstrip() for line in out.splitlines()]
-    for expected in (
-        "  within   admit a bootstrap file only if it resolves inside DIR; what a",
-        "           host that serves persona files written by its users should use",
-        "  0    done",
-        "  1    a DIR does not exist or is not a directory, or a bootstrap file",
-        "  2    usage: bad options or arguments, or a list or output file that",
-        "  141  standard output was closed before all was written (as after | head)",
-    ):
-        assert expected in lines, expected
     if command:
         assert (
             "  DIR                   a persona's directory: its bootstrap files are read, never written"
             in lines
         )
+
+
+# ---- 9. a home the user cannot search ------------------------------------------
+
+
+def run_captured(argv: list[str]) -> tuple[int, str, str]:
+    """``main(argv)`` with standard output and error caught in memory (for a forked child)."""
+    out, err = io.BytesIO(), io.BytesIO()
+    sys.stdout, sys.stderr = io.TextIOWrapper(out), io.TextIOWrapper(err)
+    code = main(argv)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return code, out.getvalue().decode(), err.getvalue().decode()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or not is_root(), reason="needs root, to close a home to others")
+def test_a_home_that_cannot_be_searched_is_an_error() -> None:
+    home = Path(tempfile.mkdtemp(prefix="tns-closed-"))
+    (home / "SOUL.md").write_text("soul")
+    home.chmod(0o700)  # root's own: closed to nobody (uid 65534)
+    try:
+        why = "permission denied: it cannot be searched"
+        assert unprivileged(lambda: run_captured(["compose", str(home)])) == (
+            1,
+            "",
+            f"toolnexus-soul: {home}: {why}\n",
+        )
+        assert unprivileged(lambda: run_captured(["check", str(home)])) == (
+            1,
+            f"{home}  ({why})\n",
+            check_note(),
+        )
+        batch = unprivileged(lambda: run_captured(["batch", str(home)]))
+        assert isinstance(batch, tuple)
+        assert (batch[0], json.loads(batch[1])) == (1, {"dir": str(home), "error": why})
+    finally:
+        (home / "SOUL.md").unlink()
+        home.rmdir()
+
+
+# ---- 10. names that could forge a line or drive a terminal ---------------------
+
+
+def test_control_characters_in_names_are_escaped(tmp_path: Path, capsys: Capture) -> None:
+    home = tmp_path / "evil\n  SOUL.md      present\x1b[2J\u202e"
+    home.mkdir()
+    (home / "NOTES\x07.md").write_text("notes")
+    code, out, err = run(["check", str(home), "--files", "NOTES\x07.md"], capsys)
+    assert (code, err) == (0, check_note())
+    shown = f"{tmp_path}/evil\\x0a  SOUL.md      present\\x1b[2J\\u202e"
+    assert out.splitlines()[:3] == [
+        shown,
+        "  file         status                   on disk        read",
+        "  NOTES\\x07.md present                      5 B         5 B",
+    ]
+    assert run(["compose", str(home / "missing\r")], capsys) == (
+        1,
+        "",
+        f"toolnexus-soul: {shown}/missing\\x0d: no such directory\n",
+    )
+    (home / "TOOLS.md").mkdir()
+    code, _, err = run(["compose", str(home), "--strict"], capsys)
+    assert (code, err) == (1, f"toolnexus-soul: {shown}/TOOLS.md: not a regular file: is a directory\n")
+
+
+# ---- 11. --files ---------------------------------------------------------------
+
+
+def test_files_choose_the_names_in_every_command(home: Path, capsys: Capture) -> None:
+    (home / "NOTES.md").write_text("notes")
+    (home / "TOOLS.md").write_text("tools")
+    (home / "SOUL.md").write_text("soul")
+    soul = compose(home, files=["NOTES.md", "TOOLS.md"])
+    assert soul.text == "## NOTES.md\n\nnotes\n\n## TOOLS.md\n\ntools"
+    assert run(["compose", str(home), "--files", "NOTES.md,TOOLS.md"], capsys) == (0, soul.text, "")
+    assert run(["compose", str(home), "--files", "NOTES.md", "--files", "TOOLS.md"], capsys) == (
+        0,
+        soul.text,
+        "",
+    )
+    code, out, _ = run(["check", str(home), "--files", "NOTES.md,TOOLS.md"], capsys)
+    assert (code, out) == (0, table(str(home), soul))
+    code, out, _ = run(["batch", str(home), "--files", "NOTES.md,TOOLS.md"], capsys)
+    assert (code, json.loads(out)) == (0, {"dir": str(home), **soul.as_dict()})
+
+
+# ---- 12. which reader is in use ----------------------------------------------------
+
+
+@pytest.mark.reader_independent
+@pytest.mark.parametrize(
+    ("accelerated", "forced", "version", "note"),
+    [
+        (True, False, "compiled reader", ""),
+        (False, True, "pure-Python reader, as TOOLNEXUS_SOUL_NO_EXTENSIONS asks", ""),
+        (
+            False,
+            False,
+            "pure-Python reader: the compiled one is not built here",
+            "toolnexus-soul: note: pure-Python reader: the compiled one is not built here;"
+            " composing is several times slower\n",
+        ),
+    ],
+)
+def test_the_reader_in_use_is_said(
+    home: Path,
+    capsys: Capture,
+    monkeypatch: pytest.MonkeyPatch,
+    accelerated: bool,
+    forced: bool,
+    version: str,
+    note: str,
+) -> None:
+    monkeypatch.setattr(_reader, "ACCELERATED", accelerated)
+    monkeypatch.setattr(_reader, "NO_EXTENSIONS", forced)
+    assert run(["--version"], capsys) == (0, f"toolnexus-soul {__version__} ({version})\n", "")
+    code, _, err = run(["check", str(home)], capsys)
+    assert (code, err) == (0, note)

@@ -206,6 +206,7 @@ def _every_error_path(root: Path) -> list[Path]:
 
 @pytest.mark.slow
 @pytest.mark.reader_independent  # the compiled one: the pure reader holds no memory of its own
+@pytest.mark.needs_compiled
 @linux_only
 @pytest.mark.skipif(
     "ASAN_OPTIONS" in os.environ, reason="AddressSanitizer's quarantine keeps freed memory resident"

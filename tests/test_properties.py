@@ -14,17 +14,14 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from conftest import WITHOUT_EXTENSION, compose_files
+from conftest import TWINS, compose_files
 from spec_reference import BOOTSTRAP_ORDER, WHITE_SPACE, body_text, compose_layout, notice
 from toolnexus.agents import _bodies, _capread_py, _reader, compose_soul
 from toolnexus.agents._reader import FileRead, Status
 
-if WITHOUT_EXTENSION:
-    pytest.skip("the compiled reader is POSIX-only", allow_module_level=True)
 # Each example runs on both twins side by side, so each test runs once.
 pytestmark = pytest.mark.reader_independent
-COMPILED = _reader.load("compiled")
-PURE = _reader.load("pure")
+MODULES = [_reader.load(name) for name in TWINS]
 
 # Bytes that stress the rules: UTF-8 lead and continuation bytes, BOM pieces,
 # white space in one and several bytes, and the odd invalid byte.
@@ -64,13 +61,13 @@ def _materialise(directory: Path, layout: dict[str, bytes]) -> None:
 
 
 def compose_both(files: dict[str, bytes], cap: int) -> tuple[str, tuple[str, ...], tuple[FileRead, ...]]:
-    """Write ``files`` into a home; both twins must compose it alike. Returns what they said."""
+    """Write ``files`` into a home; every twin must compose it alike. Returns what they said."""
     with tempfile.TemporaryDirectory() as home:
         _materialise(Path(home), files)
         names = tuple(sorted(files, key=BOOTSTRAP_ORDER.index))
-        compiled = compose_files("compiled", Path(home), names, cap)
-        assert compiled == compose_files("pure", Path(home), names, cap)
-    return compiled
+        first, *others = [compose_files(twin, Path(home), names, cap) for twin in TWINS]
+        assert all(other == first for other in others)
+    return first
 
 
 def body_of(files: dict[str, bytes], cap: int) -> str:
@@ -93,7 +90,7 @@ def test_both_readers_compose_exactly_as_the_spec_says(layout: dict[str, bytes],
     expected = compose_layout(layout, cap)
     with tempfile.TemporaryDirectory() as name:
         _materialise(Path(name), layout)
-        for reader in ("compiled", "pure"):
+        for reader in TWINS:
             with _reader.using(reader):
                 assert compose_soul(name, max_file_bytes=cap) == expected
 
@@ -166,9 +163,9 @@ def test_readers_agree_on_excerpts(data: bytes, window: tuple[int, int], extra: 
     with tempfile.TemporaryDirectory() as home:
         (Path(home) / "MEMORY.md").write_bytes(data)
         path, names = os.fsencode(home), [b"MEMORY.md", b"SOUL.md"]
-        compiled = COMPILED.read_excerpts(path, names, cap, 0, [window, (0, 0)])
-        assert compiled == PURE.read_excerpts(path, names, cap, 0, [window, (0, 0)])
-    excerpt, missing = compiled
+        first, *others = [module.read_excerpts(path, names, cap, 0, [window, (0, 0)]) for module in MODULES]
+        assert all(other == first for other in others)
+    excerpt, missing = first
     assert (missing.read.status, missing.head, missing.tail) == (Status.MISSING, None, None)
     assert excerpt.length == len(data)
     if len(data) <= head + tail:

@@ -63,21 +63,35 @@ def test_repr_stays_short(home: Path, write: Writer) -> None:
 def test_as_dict(home: Path, write: Writer) -> None:
     write("SOUL.md", "soul")
     record = compose(home).as_dict()
-    assert record["text"] == "## SOUL.md\n\nsoul"
-    assert record["found"] == ["SOUL.md"]
-    assert record["digest"] == hashlib.sha256(b"## SOUL.md\n\nsoul").hexdigest()
-    files = record["files"]
-    assert isinstance(files, list)
-    assert files[1] == {
-        "name": "SOUL.md",
-        "status": "present",
-        "size": 4,
-        "truncated": False,
-        "stable": True,
-        "errno": None,
-        "error": None,
+    no_budget = {"cut": False, "kept": None, "left_out": None, "kept_bytes": None, "left_out_bytes": None}
+    missing = {"status": "missing", "size": 0, "truncated": False, "stable": True, "errno": 2}
+    assert record == {
+        "text": "## SOUL.md\n\nsoul",
+        "found": ["SOUL.md"],
+        "truncated": [],
+        "cut": [],
+        "used": None,
+        "near_limit": False,
+        "budget": None,
+        "digest": hashlib.sha256(b"## SOUL.md\n\nsoul").hexdigest(),
+        "max_file_bytes": 2 * 1024 * 1024,
+        "symlinks": "follow",
+        "files": [
+            {"name": name, **missing, "error": "No such file or directory", **no_budget}
+            if name != "SOUL.md"
+            else {
+                "name": "SOUL.md",
+                "status": "present",
+                "size": 4,
+                "truncated": False,
+                "stable": True,
+                "errno": None,
+                "error": None,
+                **no_budget,
+            }
+            for name in BOOTSTRAP_ORDER
+        ],
     }
-    assert files[0]["status"] == "missing"
 
 
 @pytest.mark.reader_independent

@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from conftest import Writer, compose_files
-from toolnexus.agents import BootstrapFileError, FileReport, FileStatus, compose
+from conftest import Writer, compose_files, unprivileged
+from toolnexus.agents import (
+    BootstrapFileError,
+    FileReport,
+    FileStatus,
+    Soul,
+    SoulCache,
+    acompose,
+    compose,
+    compose_many,
+)
 from toolnexus.agents._reader import Policy, ReaderName, Status
 
 OUTSIDE = "outside secret"
@@ -59,16 +70,14 @@ def test_within_keeps_only_what_resolves_beneath(layout: Path) -> None:
     soul = compose(layout, symlinks="within")
     assert soul.text == "## AGENTS.md\n\nagents\n\n## SOUL.md\n\nsoul v2\n\n## USER.md\n\nuser"
     assert OUTSIDE not in soul.text
-    refused = FileReport(
-        "TOOLS.md",
-        FileStatus.REFUSED,
-        errno=errno.EXDEV,
-        error="resolves outside the directory (symlinks='within')",
+    why = (
+        "is a symlink that symlinks='within' refuses: an absolute one, or one that leads out of the directory"
     )
-    assert soul.files[4] == refused
-    # RESOLVE_BENEATH refuses every absolute link, even one that points back in.
-    assert soul.files[5].status is FileStatus.REFUSED
-    assert soul.files[6].status is FileStatus.REFUSED
+    assert soul.files[4] == FileReport("TOOLS.md", FileStatus.REFUSED, errno=errno.EXDEV, error=why)
+    # RESOLVE_BENEATH refuses every absolute link, even one that points back
+    # in (MEMORY.md): the message says so, not that it leads outside.
+    assert soul.files[5] == FileReport("HEARTBEAT.md", FileStatus.REFUSED, errno=errno.EXDEV, error=why)
+    assert soul.files[6] == FileReport("MEMORY.md", FileStatus.REFUSED, errno=errno.EXDEV, error=why)
 
 
 def test_within_portable_fallback(reader: ReaderName, layout: Path) -> None:
@@ -156,5 +165,55 @@ def test_strict_raises_for_a_refused_symlink(layout: Path) -> None:
     assert str(caught.value) == f"{layout}/SOUL.md: refused symlink: is a symlink (symlinks='refuse')"
 
 
-def test_strict_with_missing_directory_is_quiet(tmp_path: Path) -> None:
-    assert compose(tmp_path / "absent", strict=True).found == ()
+# ---- strict mode and the home itself -------------------------------------------
+
+
+def test_strict_names_a_home_that_does_not_exist(tmp_path: Path) -> None:
+    missing = tmp_path / "missing"
+    for dir in (missing, str(missing), os.fsencode(missing)):
+        with pytest.raises(FileNotFoundError) as caught:
+            compose(dir, strict=True)
+        assert (caught.value.errno, caught.value.filename) == (errno.ENOENT, str(missing))
+    with pytest.raises(FileNotFoundError) as caught:
+        compose("", strict=True)
+    assert (caught.value.errno, caught.value.filename) == (errno.ENOENT, "")
+    assert compose(missing).text == ""  # without strict, the seeds' empty soul
+
+
+def test_strict_names_a_home_that_is_a_file(tmp_path: Path) -> None:
+    (tmp_path / "plain").write_text("not a persona")
+    with pytest.raises(NotADirectoryError) as caught:
+        compose(tmp_path / "plain", strict=True)
+    assert (caught.value.errno, caught.value.filename) == (errno.ENOTDIR, str(tmp_path / "plain"))
+    assert str(caught.value) == f"[Errno {errno.ENOTDIR}] Not a directory: '{tmp_path / 'plain'}'"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_strict_names_a_home_it_cannot_search() -> None:
+    # A home of root's, closed to others (0o700): nobody can open a file in it.
+    home = Path(tempfile.mkdtemp(prefix="tns-closed-"))
+    try:
+        (home / "SOUL.md").write_text("soul")
+        home.chmod(0o700)
+        if os.geteuid() != 0:
+            pytest.skip("needs root, to make a directory another user cannot search")
+        with pytest.raises(PermissionError) as caught:
+            unprivileged(lambda: compose(home, strict=True))
+        assert (caught.value.errno, caught.value.filename) == (errno.EACCES, str(home))
+        soul = unprivileged(lambda: compose(home))
+        assert isinstance(soul, Soul)
+        assert (soul.text, soul.found) == ("", ())
+    finally:
+        (home / "SOUL.md").unlink()
+        home.rmdir()
+
+
+def test_every_strict_entry_point_names_the_home(tmp_path: Path) -> None:
+    missing = tmp_path / "missing"
+    with pytest.raises(FileNotFoundError):
+        compose_many([tmp_path, missing], strict=True)
+    with SoulCache() as cache, pytest.raises(FileNotFoundError):
+        cache.compose(missing, strict=True)
+    with pytest.raises(FileNotFoundError):
+        asyncio.run(acompose(missing, strict=True))
+    assert compose(tmp_path, strict=True).text == ""  # an empty home is no error

@@ -44,4 +44,4 @@ __all__ = [
     "truncation_notice",
 ]
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

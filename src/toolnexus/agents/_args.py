@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final, Literal, NamedTuple, TypeAlias, cast
@@ -26,6 +27,7 @@ __all__ = [
     "PathArg",
     "SymlinkPolicy",
     "check_bool",
+    "check_files",
     "check_int",
     "check_options",
     "dir_bytes",
@@ -157,16 +159,19 @@ def _check_policy(symlinks: object) -> Policy:
 
 
 def _check_files(files: object) -> tuple[tuple[str, ...], tuple[bytes, ...]]:
-    """The names to compose, as given and as the reader takes them."""
+    """The names to compose, as given and as the reader takes them; every check linear in their number."""
     if files is None:
         return BOOTSTRAP_ORDER, _BOOTSTRAP_NAMES
     if isinstance(files, (str, bytes)):
         raise TypeError(f"files must be a sequence of names, not a single {type(files).__name__}")
+    if isinstance(files, AbstractSet):  # no order: the soul's would be chance
+        raise TypeError(f"files must be an ordered sequence of names, not {type(files).__name__}")
     try:
         given: tuple[object, ...] = tuple(files)  # type: ignore[arg-type]
     except TypeError:
         raise TypeError(f"files must be a sequence of names, not {type(files).__name__}") from None
     names: list[str] = []
+    seen: set[str] = set()
     for name in given:
         if not isinstance(name, str):
             raise TypeError(f"files must hold str names, not {type(name).__name__}")
@@ -178,10 +183,16 @@ def _check_files(files: object) -> tuple[tuple[str, ...], tuple[bytes, ...]]:
             or (os.sep != "/" and os.sep in name)
         ):
             raise ValueError(f"files must hold plain file names, not {name!r}")
-        if name in names:
+        if name in seen:
             raise ValueError(f"files must not name a file twice, as it does {name!r}")
-        names.append(name)
+        seen.add(name)
+        names.append(str(name))  # a subclass of str, as the plain str it stands for
     return tuple(names), tuple(_encode(name, "files") for name in names)
+
+
+def check_files(files: object) -> tuple[str, ...]:
+    """The ``files`` argument checked: its names, in order (TypeError or ValueError naming it)."""
+    return _check_files(files)[0]
 
 
 def check_options(

@@ -25,6 +25,7 @@ elsewhere; ``"notify"`` raises ``NotificationError`` where it cannot notify;
 
 from __future__ import annotations
 
+import errno
 import os
 import pathlib
 import sys
@@ -165,7 +166,7 @@ class SoulCache:
         self._reading: dict[bytes, int] = {}  # notified home -> composes of it under way
         self._changed: set[bytes] = set()  # homes of _reading that changed since their reads began
         self._watcher: Watcher | None = None
-        self._calls: dict[tuple[object, ...], tuple[bytes, Options, _Key]] = {}  # see compose()
+        self._calls: dict[object, tuple[bytes, Options, _Key]] = {}  # see compose()
         self._closed = False
         self._hits = self._misses = self._stale = 0
         self._new_locks()
@@ -195,16 +196,23 @@ class SoulCache:
         # A warm call costs about two microseconds, so the arguments of calls
         # seen before are not checked again: they map straight to their key.
         # (True == 1: the types are checked, so that True still fails the check.)
+        # A relative path is remembered with the working directory it was
+        # made absolute in: a chdir leads it elsewhere.
         call = (dir, max_file_bytes, symlinks, strict, files, budget)
+        known = None
         try:
-            known = self._calls.get(call) if type(max_file_bytes) is int and type(strict) is bool else None
+            if type(max_file_bytes) is int and type(strict) is bool:
+                known = self._calls.get(call)
+                if known is None and type(dir) in _FIXED_PATHS:
+                    known = self._calls.get((call, os.getcwdb()))
         except TypeError:  # unhashable (files as a list): checked on every call
             known = None
         if known is None:
+            where = os.getcwdb()
             path = self.home(dir_bytes(dir))
             options = check_options(max_file_bytes, symlinks, strict, files, budget)
             known = (path, options, _key(path, options))
-            self._remember(call, known)
+            self._remember(call, known, where)
         path, options, key = known
         soul = self._find(key, options, True)
         if soul is None:
@@ -213,18 +221,27 @@ class SoulCache:
             raise_if_unusable(path, soul.files)
         return soul
 
-    def _remember(self, call: tuple[object, ...], known: tuple[bytes, Options, _Key]) -> None:
-        """Map a checked call to its key, if it can be: hashable, and not relative to a directory."""
-        if type(call[0]) not in _FIXED_PATHS or known[0] != dir_bytes(call[0]):
-            return  # another path-like may change what it says; a relative path, where it leads
+    def _remember(self, call: tuple[object, ...], known: tuple[bytes, Options, _Key], where: bytes) -> None:
+        """Map a checked call to its key, if it can be: hashable, its path a fixed value.
+
+        A relative path goes under the call and ``where``, the working
+        directory it was made absolute in (if the directory is still that).
+        """
+        if type(call[0]) not in _FIXED_PATHS:
+            return  # another path-like may say something else next time
+        memo: object = call
+        if known[0] != dir_bytes(call[0]):  # relative: made absolute against ``where``
+            if os.getcwdb() != where:
+                return  # the directory changed meanwhile
+            memo = (call, where)
         try:
-            hash(call)
+            hash(memo)
         except TypeError:
             return
         with self._lock:
             if len(self._calls) >= 2 * self._maxsize:
                 self._calls.clear()
-            self._calls[call] = known
+            self._calls[memo] = known
 
     # -- the parts compose, compose_many and acompose share --------------------
 
@@ -348,7 +365,16 @@ class SoulCache:
             notifier = _reader.notifier
             if notifier is None:
                 raise Unwatchable("no inotify here")
-            self._watcher = Watcher(notifier)  # OSError (EMFILE): too many queues
+            try:
+                self._watcher = Watcher(notifier)
+            except OSError as exc:
+                if exc.errno in (errno.EMFILE, errno.ENFILE):
+                    raise Unwatchable(
+                        "no inotify queue to be had: this user's fs.inotify.max_user_instances (128 by"
+                        " default; each notifying SoulCache holds one), or the process's open-file limit,"
+                        " is reached"
+                    ) from None
+                raise
         return self._watcher
 
     def _drain(self) -> None:

@@ -24,11 +24,12 @@ from libc.stdint cimport uint32_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcmp, memmove
 from posix.fcntl cimport S_IFMT, S_IFREG, open, openat
-from posix.stat cimport fstat, struct_stat
+from posix.stat cimport fstat, fstatat, struct_stat
 from posix.types cimport off_t
 from posix.unistd cimport close, pread
 
 cdef extern from "_capread_os.h" nogil:
+    int AT_SYMLINK_NOFOLLOW
     int TNX_DIR_FLAGS
     int TNX_FILE_FLAGS
     int O_NOFOLLOW
@@ -221,6 +222,14 @@ cdef Status _classify_open_error(int err, int policy) noexcept nogil:
     return UNREADABLE
 
 
+cdef int _kind_at(int dirfd, const char *name, int policy) noexcept nogil:
+    """The file type bits of ``name`` (not followed if the policy refuses links), 0 if unknown."""
+    cdef struct_stat st
+    if fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW if policy == REFUSE else 0) < 0:
+        return 0
+    return st.st_mode & S_IFMT
+
+
 cdef ssize_t _pread(int fd, void *buf, size_t count, size_t at) noexcept nogil:
     """pread(), again when a signal interrupts it."""
     cdef ssize_t got
@@ -389,6 +398,8 @@ cdef void _read_entry(int dirfd, const char *name, int policy, size_t want, size
     if fd < 0:
         out.err = errno
         out.status = _classify_open_error(out.err, policy)
+        if out.status == NOT_REGULAR:  # a socket cannot be opened: say what it is
+            out.kind = _kind_at(dirfd, name, policy)
         return
     out.err = 0
     if fstat(fd, &before) < 0:

@@ -389,7 +389,7 @@ def _read_name(  # noqa: PLR0917 - positional: keywords cost per call, and this 
     try:
         fd = _open_entry(dirfd, directory, name, symlinks)
     except OSError as exc:
-        return _not_opened(exc, symlinks), None, b"", 0
+        return _not_opened(exc, dirfd, directory, name, symlinks), None, b"", 0
     try:
         return _read_entry(fd, want, tail, limit)
     except OSError as exc:
@@ -398,11 +398,27 @@ def _read_name(  # noqa: PLR0917 - positional: keywords cost per call, and this 
         os.close(fd)
 
 
-def _not_opened(exc: OSError, symlinks: int) -> FileRead:
+def _not_opened(exc: OSError, dirfd: int, directory: bytes, name: bytes, symlinks: int) -> FileRead:
     err = exc.errno or errno.EIO
     if err == errno.ENOENT:
         return _MISSING_ENOENT
-    return FileRead(_classify_open_error(err, symlinks), err, 0, 0, False, True)
+    status = _classify_open_error(err, symlinks)
+    # A socket cannot be opened: say what it is.
+    kind = _kind_at(dirfd, directory, name, symlinks) if status == Status.NOT_REGULAR else 0
+    return FileRead(status, err, kind, 0, False, True)
+
+
+def _kind_at(dirfd: int, directory: bytes, name: bytes, symlinks: int) -> int:
+    """The file type bits of ``name`` (not followed if the policy refuses links), 0 if unknown."""
+    follow = symlinks != _REFUSE
+    try:
+        if dirfd >= 0:
+            st = os.stat(name, dir_fd=dirfd, follow_symlinks=follow)
+        else:
+            st = os.stat(os.path.join(directory, name), follow_symlinks=follow)
+    except OSError:
+        return 0
+    return st.st_mode & _S_IFMT
 
 
 def _not_read(exc: OSError) -> FileRead:
@@ -427,7 +443,7 @@ def _compose_home(
             try:
                 fd = _open_entry(dirfd, directory, name, symlinks)
             except OSError as exc:
-                reads.append(_not_opened(exc, symlinks))
+                reads.append(_not_opened(exc, dirfd, directory, name, symlinks))
                 continue
             try:
                 read, data, _, _ = _read_entry(fd, want, 0, want)

@@ -63,17 +63,22 @@ def compose_homes(paths: Sequence[bytes], options: Options) -> list[Soul]:
 
 
 def compose_soul(
-    dir: PathArg, *, max_file_bytes: int = MAX_BOOTSTRAP_FILE_BYTES, budget: Budget | None = None
+    dir: PathArg,
+    *,
+    max_file_bytes: int = MAX_BOOTSTRAP_FILE_BYTES,
+    files: Sequence[str] | None = None,
+    budget: Budget | None = None,
 ) -> tuple[str, list[str]]:
     """Compose the persona in ``dir`` into ``(soul, found)`` (``docs/format.md``).
 
-    Each name of ``BOOTSTRAP_ORDER`` that is a readable regular file becomes a
-    ``## <name>`` section, its body capped at ``max_file_bytes`` bytes; absent
-    or unusable files are skipped silently. With a ``budget``, the soul fits
-    it, each file cut fairly and marked where it was cut. Nothing on disk is
-    modified.
+    Each name of ``BOOTSTRAP_ORDER`` (or of ``files``, in that order) that is
+    a readable regular file becomes a ``## <name>`` section, its body capped
+    at ``max_file_bytes`` bytes; absent or unusable files are skipped
+    silently. With a ``budget``, the soul fits it, each file cut fairly and
+    marked where it was cut. Nothing on disk is modified.
     """
-    ((text, found, *_),) = compose_parts([dir_bytes(dir)], check_options(max_file_bytes, budget=budget))
+    options = check_options(max_file_bytes, files=files, budget=budget)
+    ((text, found, *_),) = compose_parts([dir_bytes(dir)], options)
     return text, list(found)
 
 

@@ -210,8 +210,12 @@ async def acompose(
 
 
 async def acompose_soul(
-    dir: PathArg, *, max_file_bytes: int = MAX_BOOTSTRAP_FILE_BYTES, budget: Budget | None = None
+    dir: PathArg,
+    *,
+    max_file_bytes: int = MAX_BOOTSTRAP_FILE_BYTES,
+    files: Sequence[str] | None = None,
+    budget: Budget | None = None,
 ) -> tuple[str, list[str]]:
     """``compose_soul`` in a worker thread, so the event loop never blocks on disk."""
-    call = functools.partial(_compose_soul, dir, max_file_bytes=max_file_bytes, budget=budget)
+    call = functools.partial(_compose_soul, dir, max_file_bytes=max_file_bytes, files=files, budget=budget)
     return await asyncio.get_running_loop().run_in_executor(None, call)

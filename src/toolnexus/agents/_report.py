@@ -27,6 +27,7 @@ __all__ = [
     "FileStatus",
     "Soul",
     "file_reports",
+    "home_problem",
     "raise_if_unusable",
 ]
 
@@ -88,8 +89,8 @@ class FileReport(NamedTuple):
         return self.status is FileStatus.PRESENT
 
     def as_dict(self) -> dict[str, object]:
-        """JSON-ready form (status as its text; what a budget did, when there was one)."""
-        record: dict[str, object] = {
+        """JSON-ready form: every field, the status as its text (the budget's fields None without one)."""
+        return {
             "name": self.name,
             "status": self.status.value,
             "size": self.size,
@@ -97,16 +98,12 @@ class FileReport(NamedTuple):
             "stable": self.stable,
             "errno": self.errno,
             "error": self.error,
+            "cut": self.cut,
+            "kept": self.kept,
+            "left_out": self.left_out,
+            "kept_bytes": self.kept_bytes,
+            "left_out_bytes": self.left_out_bytes,
         }
-        if self.kept is not None or self.cut:
-            record.update(
-                cut=self.cut,
-                kept=self.kept,
-                left_out=self.left_out,
-                kept_bytes=self.kept_bytes,
-                left_out_bytes=self.left_out_bytes,
-            )
-        return record
 
 
 @dataclass(frozen=True, init=False, eq=False, repr=False)
@@ -235,26 +232,31 @@ class Soul:
         return self.text
 
     def as_dict(self) -> dict[str, object]:
-        """JSON-ready form: text, found, per-file report, digest, options (and the budget's)."""
-        record: dict[str, object] = {
+        """JSON-ready form: the same keys whether or not there was a budget (see docs/format.md)."""
+        budget = self.budget
+        return {
             "text": self.text,
             "found": list(self.found),
-            "files": [f.as_dict() for f in self.files],
+            "truncated": list(self.truncated),
+            "cut": list(self.cut),
+            "used": self.used,
+            "near_limit": self.near_limit,
+            "budget": None if budget is None else _budget_dict(budget),
             "digest": self.digest,
             "max_file_bytes": self.max_file_bytes,
             "symlinks": self.symlinks,
+            "files": [f.as_dict() for f in self.files],
         }
-        if self.budget is not None:
-            count = self.budget.count
-            record["budget"] = {
-                "total": self.budget.total,
-                "per_file": self.budget.per_file,
-                "keep": self.budget.keep,
-                "count": None if count is None else getattr(count, "__qualname__", repr(count)),
-            }
-            record["used"] = self.used
-            record["near_limit"] = self.near_limit
-        return record
+
+
+def _budget_dict(budget: Budget) -> dict[str, object]:
+    count = budget.count
+    return {
+        "total": budget.total,
+        "per_file": budget.per_file,
+        "keep": budget.keep,
+        "count": None if count is None else getattr(count, "__qualname__", repr(count)),
+    }
 
 
 def _unpickle(  # noqa: PLR0917 - the fields of a Soul, as __reduce__ gives them
@@ -300,12 +302,17 @@ _KIND_NAMES: Final = {
 }
 
 
+_WITHIN_REFUSES: Final = (
+    "is a symlink that symlinks='within' refuses: an absolute one, or one that leads out of the directory"
+)
+
+
 def _describe(status: FileStatus, read: FileRead, symlinks: str) -> str:
     """The error text of a file that is not present."""
     if status is FileStatus.REFUSED:
         if symlinks == "refuse":
             return "is a symlink (symlinks='refuse')"
-        return "resolves outside the directory (symlinks='within')"
+        return _WITHIN_REFUSES
     if status is FileStatus.NOT_REGULAR and read.kind:
         return _KIND_NAMES.get(read.kind, f"is not a regular file (mode {read.kind:#o})")
     return os.strerror(read.errno) if read.errno else status.value
@@ -381,8 +388,45 @@ def _budgeted_reports(
     return tuple(reports)
 
 
+def home_problem(path: bytes) -> OSError | None:
+    """Why ``path`` is no home to compose, as the OSError to raise; None when it is one.
+
+    It does not exist (``FileNotFoundError``), is not a directory
+    (``NotADirectoryError``), or cannot be searched, so that no file in it
+    can be opened (``PermissionError``). Each names the path.
+    """
+    name = os.fsdecode(path)
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        code = exc.errno or errnos.EIO
+        return _ERRORS.get(code, OSError)(code, os.strerror(code), name)
+    if not stat.S_ISDIR(mode):
+        return NotADirectoryError(errnos.ENOTDIR, os.strerror(errnos.ENOTDIR), name)
+    if not os.access(path, os.X_OK, effective_ids=os.access in os.supports_effective_ids):
+        return PermissionError(errnos.EACCES, os.strerror(errnos.EACCES), name)
+    return None
+
+
+# The OSError subclasses that Python itself raises for these.
+_ERRORS: Final[dict[int, type[OSError]]] = {
+    errnos.ENOENT: FileNotFoundError,
+    errnos.ENOTDIR: NotADirectoryError,
+    errnos.EACCES: PermissionError,
+    errnos.EPERM: PermissionError,
+}
+
+
 def raise_if_unusable(path: bytes, files: Sequence[FileReport]) -> None:
-    """Strict mode: raise BootstrapFileError for the first file that exists but cannot be used."""
+    """Strict mode: raise for a home that cannot be used, or for the first file that cannot be.
+
+    The home is looked at only when no file of it is present (a stat, and a
+    permission check): a home that gave a file is plainly there.
+    """
+    if not any(report.status is FileStatus.PRESENT for report in files):
+        problem = home_problem(path)
+        if problem is not None:
+            raise problem
     for report in files:
         if report.status in UNUSABLE:
             raise BootstrapFileError(os.path.join(os.fsdecode(path), report.name), report)

@@ -2,34 +2,41 @@
 
 ``compose DIR`` prints the soul; ``check DIR...`` prints a per-file table;
 ``batch DIR...`` composes many homes into JSON lines. It behaves as a Unix
-tool: quiet when its reader goes away, every byte of odd directory names
-kept, errors as one line on standard error, exit codes as ``--help`` lists.
-argparse only: the library has no runtime dependencies.
+tool: every byte of its output is written or it fails with one line and a
+non-zero status (``_output``), it stops quietly when its reader goes away,
+names are shown with every byte kept and nothing that could forge a line,
+usage errors come in argparse's style with the subcommand's usage, and the
+exit codes are those ``--help`` lists. argparse only: the library has no
+runtime dependencies.
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
+import contextlib
 import json
 import os
-import stat
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from typing import BinaryIO, Final
+from typing import TYPE_CHECKING, Final, NoReturn
 
-from . import ACCELERATED, __version__
-from ._args import Budget
+from . import __version__, _reader
+from ._args import MAX_CAP, Budget, check_files
 from ._compose import compose
 from ._format import MAX_BOOTSTRAP_FILE_BYTES
 from ._many import compose_many
-from ._report import UNUSABLE, BootstrapFileError, FileReport, FileStatus, Soul
+from ._output import Output, WriteFailed, quiet_stdout, say, shown
+from ._records import dir_fields, problem_line, record, table
+from ._report import UNUSABLE, BootstrapFileError, Soul, home_problem
 
-__all__ = ["main"]
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
+
+__all__ = ["main", "utf8_bytes"]
 
 EXIT_OK: Final = 0
-EXIT_PROBLEM: Final = 1  # a DIR is absent or not a directory, a file cannot be used, or check --budget cuts
+EXIT_PROBLEM: Final = 1  # a DIR cannot be used, a file cannot be used, check --budget cuts, output failed
 EXIT_USAGE: Final = 2
 EXIT_PIPE: Final = 141  # 128 + SIGPIPE: what a shell reports for a tool whose reader went away
 
@@ -48,27 +55,56 @@ budgets (--budget, --per-file):
 
 exit status:
   0    done
-  1    a DIR does not exist or is not a directory, or a bootstrap file
-       exists but cannot be used (check, batch, and any --strict), or
-       (check --budget) the budget would cut a file
+  1    a DIR does not exist, is not a directory or cannot be searched; a
+       bootstrap file exists but cannot be used (check, batch, and any
+       --strict); (check --budget) the budget would cut a file; or the
+       output could not be written (a full disk)
   2    usage: bad options or arguments, or a list or output file that
-       cannot be used
+       cannot be opened
   141  standard output was closed before all was written (as after | head)
 
-Directory names that are not valid UTF-8 keep every byte: in text output a
-byte outside valid UTF-8 shows as \\xNN; in JSON, "dir" holds that text and
-"dir_b64" the exact bytes. The format is described in docs/format.md.
+Names are shown with every byte kept: in text output a byte outside valid
+UTF-8, and a control character, shows as \\xNN (or \\uNNNN); in JSON, "dir"
+holds that text and "dir_b64" the exact bytes. The format is described in
+docs/format.md.
 """
 
 
-class UsageError(Exception):
-    """A command-line argument that cannot be used: one line, exit status 2."""
+def _cap(text: str) -> int:
+    value = _whole_number(text)
+    if not 1 <= value <= MAX_CAP:
+        raise argparse.ArgumentTypeError(f"must be between 1 and {MAX_CAP}, not {value}")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = _whole_number(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
+    return value
+
+
+def _whole_number(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+
+
+def _names(text: str) -> list[str]:
+    """The value of --files: names separated by commas (the option may be given again)."""
+    return text.split(",")
+
+
+def utf8_bytes(text: str) -> int:
+    """A ``Budget.count`` in UTF-8 bytes (``--count bytes``)."""
+    return len(text.encode("utf-8"))
 
 
 def _add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-file-bytes",
-        type=int,
+        type=_cap,
         default=MAX_BOOTSTRAP_FILE_BYTES,
         metavar="N",
         help="the most bytes of one file that go into the soul (default: %(default)s, 2 MB)",
@@ -80,19 +116,14 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
         help="which symlinks a bootstrap file may be reached through (default: %(default)s; "
         "see below, and use 'within' for files written by users)",
     )
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
-    return value
-
-
-def _add_budget(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--files",
+        type=_names,
+        action="append",
+        metavar="NAME,...",
+        help="compose these files, in this order, instead of the seven bootstrap files "
+        "(names separated by commas; the option may be given again)",
+    )
     parser.add_argument(
         "--budget", type=_positive, metavar="N", help="fit the soul to N units, headings and markers included"
     )
@@ -113,11 +144,6 @@ def _add_budget(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def utf8_bytes(text: str) -> int:
-    """A ``Budget.count`` in UTF-8 bytes (``--count bytes``)."""
-    return len(text.encode("utf-8"))
-
-
 def _budget(args: argparse.Namespace) -> Budget | None:
     if args.budget is None and args.per_file is None:
         return None
@@ -125,254 +151,192 @@ def _budget(args: argparse.Namespace) -> Budget | None:
     return Budget(total=args.budget, per_file=args.per_file, keep=args.keep, count=count)
 
 
-def _unit(budget: Budget) -> str:
-    return "characters" if budget.count is None else "bytes"
+def _reader_name() -> str:
+    """Which reader is in use, and why when it is not the compiled one."""
+    if _reader.ACCELERATED:
+        return "compiled reader"
+    if _reader.NO_EXTENSIONS:
+        return "pure-Python reader, as TOOLNEXUS_SOUL_NO_EXTENSIONS asks"
+    return "pure-Python reader: the compiled one is not built here"
 
 
-def _subparser(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser], name: str, summary: str
-) -> argparse.ArgumentParser:
-    return commands.add_parser(
-        name,
-        help=summary,
-        description=summary[0].upper() + summary[1:] + ".",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+class _ArgumentParser(argparse.ArgumentParser):
+    """argparse, whose help goes out through ``Output``: argparse itself ignores a failed write."""
+
+    def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
+        if not message:
+            return
+        if file is None or file is sys.stderr:
+            with contextlib.suppress(OSError):  # usage errors: standard error gone is no reason to fail more
+                sys.stderr.write(message)
+                sys.stderr.flush()
+        else:
+            Output.stdout().write(message.encode())
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="toolnexus-soul",
-        description="Compose a persona's bootstrap files into one system prompt, the soul.",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    reader = "compiled" if ACCELERATED else "pure-Python"
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__} ({reader} reader)")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    directory = "a persona's directory: its bootstrap files are read, never written"
+class _Parsers:
+    """The top-level parser and one per command, so that an error is told in the command's usage."""
 
-    comp = _subparser(commands, "compose", "print the soul of one persona directory")
-    comp.add_argument("dir", metavar="DIR", help=directory)
-    comp.add_argument(
-        "--json", action="store_true", help="print text, found, per-file report and digest as JSON"
-    )
-    comp.add_argument(
-        "--strict", action="store_true", help="fail (exit 1) when a file exists but cannot be used"
-    )
-    _add_options(comp)
-    _add_budget(comp)
+    def __init__(self) -> None:
+        self.top = _ArgumentParser(
+            prog="toolnexus-soul",
+            description="Compose a persona's bootstrap files into one system prompt, the soul.",
+            epilog=EPILOG,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        self.top.add_argument(
+            "--version", action="store_true", help="say the version and which reader is in use"
+        )
+        commands = self.top.add_subparsers(dest="command", metavar="COMMAND")
+        directory = "a persona's directory: its bootstrap files are read, never written"
+        self.commands: dict[str, argparse.ArgumentParser] = {}
 
-    check = _subparser(commands, "check", "print a per-file table for each persona directory")
-    check.add_argument("dirs", nargs="+", metavar="DIR", help=directory)
-    _add_options(check)
-    _add_budget(check)
+        comp = self._command(commands, "compose", "print the soul of one persona directory")
+        comp.add_argument("dir", metavar="DIR", help=directory)
+        comp.add_argument(
+            "--json", action="store_true", help="print the soul and its report as one JSON object"
+        )
+        comp.add_argument(
+            "--strict", action="store_true", help="fail (exit 1) when a file exists but cannot be used"
+        )
+        _add_options(comp)
 
-    batch = _subparser(commands, "batch", "compose many persona directories into JSON lines")
-    batch.add_argument("dirs", nargs="*", metavar="DIR", help=directory)
-    batch.add_argument(
-        "--from-file", metavar="LIST", help="also read directories from LIST, one per line ('-': stdin)"
-    )
-    batch.add_argument(
-        "--jsonl", metavar="OUT", help="write the JSON lines to OUT ('-', the default: stdout)"
-    )
-    batch.add_argument("--workers", type=int, metavar="N", help="threads (default: one per CPU)")
-    batch.add_argument("--no-text", action="store_true", help="leave the soul text out of each line")
-    batch.add_argument(
-        "--strict",
-        action="store_true",
-        help="also report each file that exists but cannot be used on stderr; every line is still written",
-    )
-    _add_options(batch)
-    _add_budget(batch)
-    return parser
+        check = self._command(commands, "check", "print a per-file table for each persona directory")
+        check.add_argument("dirs", nargs="+", metavar="DIR", help=directory)
+        _add_options(check)
+
+        batch = self._command(commands, "batch", "compose many persona directories into JSON lines")
+        batch.add_argument("dirs", nargs="*", metavar="DIR", help=directory)
+        batch.add_argument(
+            "--from-file", metavar="LIST", help="also read directories from LIST, one per line ('-': stdin)"
+        )
+        batch.add_argument(
+            "--jsonl", metavar="OUT", help="write the JSON lines to OUT ('-', the default: stdout)"
+        )
+        batch.add_argument("--workers", type=_positive, metavar="N", help="threads (default: one per CPU)")
+        batch.add_argument("--no-text", action="store_true", help="leave the soul text out of each line")
+        batch.add_argument(
+            "--strict",
+            action="store_true",
+            help="also report on stderr each file that exists but cannot be used (every line is written)",
+        )
+        _add_options(batch)
+
+    def _command(
+        self, commands: argparse._SubParsersAction[_ArgumentParser], name: str, summary: str
+    ) -> argparse.ArgumentParser:
+        parser = commands.add_parser(
+            name,
+            help=summary,
+            description=summary[0].upper() + summary[1:] + ".",
+            epilog=EPILOG,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        self.commands[name] = parser
+        return parser
+
+    def parse(self, argv: Sequence[str]) -> argparse.Namespace:
+        """The arguments, checked; usage errors exit 2 with the usage of the command they concern."""
+        if "--version" in argv[:1] and len(argv) > 1:
+            self.top.error("--version takes no other arguments")
+        args, extra = self.top.parse_known_args(argv)
+        parser = self.commands.get(args.command, self.top)
+        if args.version:
+            return args
+        if args.command is None:
+            self.top.error(f"a command is needed: {', '.join(self.commands)}")
+        if extra:
+            parser.error(f"unrecognized arguments: {' '.join(map(shown, extra))}")
+        if args.files is not None:
+            try:
+                args.files = check_files([name for group in args.files for name in group])
+            except (TypeError, ValueError) as exc:
+                parser.error(f"argument --files: {exc}")
+        args.parser = parser
+        return args
 
 
-# ---- names and output ------------------------------------------------------
+def _usage(args: argparse.Namespace, message: str) -> NoReturn:
+    parser: argparse.ArgumentParser = args.parser
+    parser.error(message)
 
 
-def _shown(path: str) -> str:
-    """``path`` for people: bytes that are not valid UTF-8 as ``\\xNN``."""
-    return os.fsencode(path).decode("utf-8", "backslashreplace")
-
-
-def _dir_fields(path: str) -> dict[str, str]:
-    """The ``dir`` of a JSON record, and ``dir_b64`` with its exact bytes when it is not UTF-8."""
-    raw = os.fsencode(path)
-    try:
-        return {"dir": raw.decode("utf-8")}
-    except UnicodeDecodeError:
-        return {"dir": raw.decode("utf-8", "backslashreplace"), "dir_b64": base64.b64encode(raw).decode()}
-
-
-def _no_directory(path: str) -> str | None:
-    """Why ``path`` is not a directory to compose, or None when it is one (or may be)."""
-    try:
-        mode = os.stat(path).st_mode
-    except (FileNotFoundError, NotADirectoryError):
-        return "no such directory"
-    except OSError:  # permission denied, a loop...: the reader reports each file
+def _home_trouble(path: str) -> str | None:
+    """Why ``path`` is no directory to compose, in words; None when it is one."""
+    problem = home_problem(os.fsencode(path))
+    if problem is None:
         return None
-    return None if stat.S_ISDIR(mode) else "not a directory"
+    if isinstance(problem, FileNotFoundError):
+        return "no such directory"
+    if isinstance(problem, NotADirectoryError):
+        return "not a directory"
+    if isinstance(problem, PermissionError):
+        return "permission denied: it cannot be searched"
+    return (problem.strerror or str(problem)).lower()
 
 
-def _problem(path: str, report: FileReport) -> str:
-    """A file that exists but cannot be used, as one line for standard error."""
-    return f"{_shown(os.path.join(path, report.name))}: {report.status.value}: {report.error}"
+def _compose(path: str, args: argparse.Namespace, *, strict: bool = False) -> Soul:
+    return compose(
+        path,
+        max_file_bytes=args.max_file_bytes,
+        symlinks=args.symlinks,
+        strict=strict,
+        files=args.files,
+        budget=_budget(args),
+    )
 
 
-def _say(message: str) -> None:
-    print(f"toolnexus-soul: {message}", file=sys.stderr)
-
-
-def _binary(stream: object) -> BinaryIO:
-    # The soul's bytes are UTF-8 whatever the locale says: write bytes.
-    buffer = getattr(stream, "buffer", None)
-    return buffer if buffer is not None else stream  # type: ignore[return-value]
-
-
-def _write(out: BinaryIO, text: str) -> None:
-    out.write(text.encode("utf-8"))
-    out.flush()
-
-
-def _quiet_stdout() -> None:
-    """Point standard output at /dev/null, so the interpreter's last flush fails no more."""
-    try:
-        fd = sys.stdout.fileno()
-    except (AttributeError, ValueError, OSError):  # a stream without a descriptor (tests)
-        return
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, fd)
-    finally:
-        os.close(devnull)
-
-
-# ---- compose -----------------------------------------------------------------
+# ---- compose ---------------------------------------------------------------------
 
 
 def _cmd_compose(args: argparse.Namespace) -> int:
-    why = _no_directory(args.dir)
-    if why is not None:
-        _say(f"{_shown(args.dir)}: {why}")
+    trouble = _home_trouble(args.dir)
+    if trouble is not None:
+        say(f"{shown(args.dir)}: {trouble}")
         return EXIT_PROBLEM
     try:
-        soul = compose(
-            args.dir,
-            max_file_bytes=args.max_file_bytes,
-            symlinks=args.symlinks,
-            strict=args.strict,
-            budget=_budget(args),
-        )
+        soul = _compose(args.dir, args, strict=args.strict)
     except BootstrapFileError as exc:
-        _say(_problem(args.dir, exc.report))
+        say(problem_line(args.dir, exc.report))
         return EXIT_PROBLEM
-    sys.stdout.flush()
-    out = _binary(sys.stdout)
+    out = Output.stdout()
     if args.json:
-        record = {**_dir_fields(args.dir), **soul.as_dict()}
-        _write(out, json.dumps(record, ensure_ascii=False, indent=2) + "\n")
+        out.write((json.dumps(record(args.dir, soul), ensure_ascii=False, indent=2) + "\n").encode())
     else:
         # Byte-exact: no newline is added unless a person is reading it.
-        _write(out, soul.text + ("\n" if sys.stdout.isatty() else ""))
+        out.write((soul.text + ("\n" if sys.stdout.isatty() else "")).encode())
     return EXIT_OK
 
 
-# ---- check -------------------------------------------------------------------
-
-
-def _on_disk(directory: str, report: FileReport) -> str:
-    """The size the filesystem gives a present file, for the table (it may have changed since)."""
-    try:
-        return f"{os.stat(os.path.join(directory, report.name)).st_size:,d} B"
-    except OSError:
-        return "?"
-
-
-def _kept(report: FileReport) -> str:
-    """What the budget kept of a present file, in its unit."""
-    if report.kept is None:
-        return ""
-    if not report.cut:
-        return f"all {report.kept:,}"
-    if report.left_out is not None:
-        return f"{report.kept:,} of {report.kept + report.left_out:,}"
-    return f"{report.kept:,}, {report.left_out_bytes or 0:,} B left out"
-
-
-def _format_check(directory: str, soul: Soul) -> str:
-    """One home's table: each file's status, its size on disk, the bytes read, what a budget kept."""
-    unit = "" if soul.budget is None else _unit(soul.budget)
-    head = f"  {'file':<13}{'status':<20}{'on disk':>12}{'read':>12}"
-    lines = [_shown(directory), head + (f"  kept ({unit})" if unit else "")]
-    for report in soul.files:
-        present = report.status is FileStatus.PRESENT
-        if report.cut:
-            state = "left out" if present and report.name not in soul.found else "cut"
-        elif report.truncated:
-            state = "truncated"
-        elif present and not report.stable:
-            state = "unstable"
-        else:
-            state = report.status.value
-        if present:
-            sizes = f"{_on_disk(directory, report):>12}{report.size:>10,d} B"
-            note = f"  {_kept(report)}" if unit else ""
-        else:
-            sizes = f"{'-':>12}{'-':>12}"
-            note = "" if report.status is FileStatus.MISSING else f"  {report.error}"
-        lines.append(f"  {report.name:<13}{state:<20}{sizes}{note}".rstrip())
-    there = sum(report.status is FileStatus.PRESENT for report in soul.files)
-    if soul.budget is not None and there and not soul.found:
-        kept = "none fits the budget"
-    elif len(soul.found) < there:
-        kept = f"{len(soul.found)} in the soul ({there - len(soul.found)} left out)"
-    else:
-        kept = ""
-    lines.append(
-        f"  {there} of {len(soul.files)} present{', ' + kept if kept else ''},"
-        f" {len(soul.text):,d} characters, sha256 {soul.digest[:16]}"
-    )
-    if soul.budget is not None and soul.used is not None:
-        limit = (
-            "no total"
-            if soul.budget.total is None
-            else f"{soul.used / soul.budget.total:.0%} of {soul.budget.total:,}"
-        )
-        cut = f"{len(soul.cut)} cut: {', '.join(soul.cut)}" if soul.cut else "nothing cut"
-        near = ", near its limit" if soul.near_limit else ""
-        lines.append(f"  budget: {soul.used:,} {unit} ({limit}{near}); {cut}")
-    return "\n".join(lines) + "\n"
+# ---- check -------------------------------------------------------------------------
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
     status = EXIT_OK
-    sys.stdout.flush()
-    out = _binary(sys.stdout)
+    out = Output.stdout()
     for directory in args.dirs:
-        why = _no_directory(directory)
-        if why is not None:
+        trouble = _home_trouble(directory)
+        if trouble is not None:
             status = EXIT_PROBLEM
-            _write(out, f"{_shown(directory)}  ({why})\n")
+            out.write(f"{shown(directory)}  ({trouble})\n".encode())
             continue
-        soul = compose(
-            directory, max_file_bytes=args.max_file_bytes, symlinks=args.symlinks, budget=_budget(args)
-        )
+        soul = _compose(directory, args)
         if soul.cut or any(report.status in UNUSABLE for report in soul.files):
             status = EXIT_PROBLEM
-        _write(out, _format_check(directory, soul))
+        out.write(table(directory, soul).encode())
+    if not _reader.ACCELERATED and not _reader.NO_EXTENSIONS:
+        say(f"note: {_reader_name()}; composing is several times slower")
     return status
 
 
-# ---- batch -------------------------------------------------------------------
+# ---- batch -------------------------------------------------------------------------
 
 _BATCH: Final = 512  # homes composed between two writes and progress updates
 
 
-def _listed(path: str) -> list[str]:
-    """The directories named in ``path`` (``-``: standard input), one per line."""
+def _listed(args: argparse.Namespace) -> list[str]:
+    """The directories named in --from-file (``-``: standard input), one per line."""
+    path = args.from_file
     try:
         if path == "-":
             raw = sys.stdin.buffer.read()
@@ -380,44 +344,20 @@ def _listed(path: str) -> list[str]:
             with open(path, "rb") as listing:
                 raw = listing.read()
     except OSError as exc:
-        raise UsageError(f"--from-file {_shown(path)}: {exc.strerror or exc}") from None
+        _usage(args, f"argument --from-file: cannot read {shown(path)}: {exc.strerror or exc}")
     # Names are bytes: keep every one (surrogateescape), split on newlines only,
     # and let a list written on Windows end its lines with \r\n.
     names = (line.removesuffix(b"\r") for line in raw.split(b"\n"))
     return [os.fsdecode(name) for name in names if name.strip()]
 
 
-def _output(path: str | None) -> BinaryIO:
-    if path is None or path == "-":
-        sys.stdout.flush()
-        return _binary(sys.stdout)
+def _output(args: argparse.Namespace) -> Output:
+    if args.jsonl is None or args.jsonl == "-":
+        return Output.stdout()
     try:
-        return open(path, "wb")  # closed by _cmd_batch
+        return Output.create(args.jsonl)
     except OSError as exc:
-        raise UsageError(f"--jsonl {_shown(path)}: {exc.strerror or exc}") from None
-
-
-def _batch_record(directory: str, soul: Soul, with_text: bool) -> dict[str, object]:
-    record: dict[str, object] = {
-        **_dir_fields(directory),
-        "digest": soul.digest,
-        "found": list(soul.found),
-        "sizes": {f.name: f.size for f in soul.files if f.status is FileStatus.PRESENT},
-        "truncated": list(soul.truncated),
-    }
-    problems = [
-        {"name": f.name, "status": f.status.value, "error": f.error}
-        for f in soul.files
-        if f.status in UNUSABLE
-    ]
-    if problems:
-        record["problems"] = problems
-    if soul.budget is not None:
-        record["cut"] = list(soul.cut)
-        record["used"] = soul.used
-    if with_text:
-        record["text"] = soul.text
-    return record
+        _usage(args, f"argument --jsonl: cannot write {shown(args.jsonl)}: {exc.strerror or exc}")
 
 
 def _chunks(items: list[str], size: int) -> Iterator[list[str]]:
@@ -439,18 +379,17 @@ def _batch_lines(chunk: list[str], souls: list[Soul], args: argparse.Namespace, 
     for directory, soul in zip(chunk, souls, strict=True):
         tally.homes += 1
         # Only a home where nothing was found may be no directory at all.
-        why = None if soul.found else _no_directory(directory)
-        if why is not None:
+        trouble = None if soul.found else _home_trouble(directory)
+        if trouble is not None:
             tally.problem = True
-            lines.append(json.dumps({**_dir_fields(directory), "error": why}, ensure_ascii=False) + "\n")
+            lines.append(json.dumps({**dir_fields(directory), "error": trouble}, ensure_ascii=False) + "\n")
             continue
         unusable = [f for f in soul.files if f.status in UNUSABLE]
         tally.problem = tally.problem or bool(unusable)
         if args.strict:
             for report in unusable:
-                _say(_problem(directory, report))
-        record = _batch_record(directory, soul, not args.no_text)
-        lines.append(json.dumps(record, ensure_ascii=False) + "\n")
+                say(problem_line(directory, report))
+        lines.append(json.dumps(record(directory, soul, text=not args.no_text), ensure_ascii=False) + "\n")
         tally.files += len(soul.found)
         tally.nbytes += sum(f.size for f in soul.files)
     return "".join(lines)
@@ -459,13 +398,10 @@ def _batch_lines(chunk: list[str], souls: list[Soul], args: argparse.Namespace, 
 def _cmd_batch(args: argparse.Namespace) -> int:
     dirs = list(args.dirs)
     if args.from_file:
-        dirs.extend(_listed(args.from_file))
+        dirs.extend(_listed(args))
     if not dirs:
-        raise UsageError("batch needs at least one DIR or --from-file")
-    if args.workers is not None and args.workers < 1:
-        raise UsageError(f"--workers must be >= 1, got {args.workers}")
-    out = _output(args.jsonl)
-    to_file = out is not _binary(sys.stdout)
+        _usage(args, "batch needs at least one DIR or --from-file")
+    out = _output(args)
     progress = sys.stderr.isatty()
     started = time.perf_counter()
     tally = _Tally()
@@ -476,15 +412,15 @@ def _cmd_batch(args: argparse.Namespace) -> int:
                 workers=args.workers,
                 max_file_bytes=args.max_file_bytes,
                 symlinks=args.symlinks,
+                files=args.files,
                 budget=_budget(args),
             )
-            _write(out, _batch_lines(chunk, souls, args, tally))
+            out.write(_batch_lines(chunk, souls, args, tally).encode())
             if progress:
                 sys.stderr.write(f"\rcomposed {tally.homes:,d}/{len(dirs):,d} homes")
                 sys.stderr.flush()
     finally:
-        if to_file:
-            out.close()
+        out.close()
     seconds = time.perf_counter() - started
     if progress:
         sys.stderr.write("\n")
@@ -499,14 +435,31 @@ def _cmd_batch(args: argparse.Namespace) -> int:
 _COMMANDS: Final = {"compose": _cmd_compose, "check": _cmd_check, "batch": _cmd_batch}
 
 
+def _run(argv: Sequence[str]) -> int:
+    args = _Parsers().parse(argv)
+    if args.version:
+        Output.stdout().write(f"toolnexus-soul {__version__} ({_reader_name()})\n".encode())
+        return EXIT_OK
+    return _COMMANDS[args.command](args)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
-    args = _parser().parse_args(argv)
     try:
-        return _COMMANDS[args.command](args)
-    except (UsageError, TypeError, ValueError) as exc:
-        _say(f"error: {exc}")
-        return EXIT_USAGE
+        try:
+            status = _run(sys.argv[1:] if argv is None else argv)
+        except SystemExit as exc:  # argparse: --help (0), or a usage error (2)
+            status = exc.code if isinstance(exc.code, int) else EXIT_USAGE
+        sys.stdout.flush()  # what argparse printed (help, usage) is written, or fails, here
     except BrokenPipeError:
-        _quiet_stdout()
+        quiet_stdout()
         return EXIT_PIPE
+    except WriteFailed as exc:
+        quiet_stdout()
+        say(str(exc))
+        return EXIT_PROBLEM
+    except OSError as exc:  # Python's own stdout failed at the flush (argparse's help, to a full disk)
+        quiet_stdout()
+        say(f"cannot write to standard output: {exc.strerror or exc}")
+        return EXIT_PROBLEM
+    return status

@@ -1,0 +1,141 @@
+"""What the command line writes: every byte, or one line saying why not.
+
+``Output`` writes to a file descriptor with ``os.write`` in a loop: a short
+write is continued, a full non-blocking pipe (``EAGAIN``) is waited on, a
+reader that went away is ``BrokenPipeError`` (the caller exits 141), and any
+other error (a full disk, ``/dev/full``, an I/O error) is ``WriteFailed``,
+one line for standard error and exit status 1. Python's own file objects
+are not used for the bytes: an unbuffered stream (``PYTHONUNBUFFERED``)
+returns a short count that a caller can ignore, and a buffered one reports
+errors at a flush, or at exit, as a traceback.
+
+``shown`` is how a path or name appears in text meant for people: every
+byte kept, nothing that can forge a line or drive a terminal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import sys
+from typing import Final, TextIO
+
+__all__ = ["Output", "WriteFailed", "quiet_stdout", "say", "shown"]
+
+
+class WriteFailed(Exception):
+    """Output that could not be written; the message names it and says why."""
+
+
+def _wait_writable(fd: int) -> None:
+    """Block until ``fd`` (a full non-blocking pipe or socket) takes bytes again."""
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        poller.poll()
+    else:  # pragma: no cover - Windows has no poll; its pipes do not return EAGAIN here
+        select.select([], [fd], [])
+
+
+class Output:
+    """A byte sink that takes everything written to it, or raises.
+
+    ``fd`` None writes to ``stream`` instead (an in-memory stream, as a
+    test's captured standard output), whose ``write`` takes all it is given.
+    """
+
+    def __init__(self, name: str, fd: int | None, stream: object = None, *, owned: bool = False) -> None:
+        self.name = name
+        self._fd = fd
+        self._stream = stream
+        self._owned = owned
+
+    @classmethod
+    def stdout(cls) -> Output:
+        """Standard output, after whatever Python's own stream still holds."""
+        sys.stdout.flush()
+        try:
+            fd = sys.stdout.fileno()
+        except (AttributeError, ValueError, OSError):  # replaced by a stream without one
+            return cls("standard output", None, getattr(sys.stdout, "buffer", sys.stdout))
+        return cls("standard output", fd)
+
+    @classmethod
+    def create(cls, path: str) -> Output:
+        """A file opened for writing (created, or emptied); OSError if it cannot be."""
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
+        return cls(shown(path), os.open(path, flags | getattr(os, "O_BINARY", 0), 0o666), owned=True)
+
+    def write(self, data: bytes) -> None:
+        """Write all of ``data``; BrokenPipeError if the reader went away, WriteFailed for other errors."""
+        if self._fd is None:
+            self._stream.write(data)  # type: ignore[attr-defined]
+            self._stream.flush()  # type: ignore[attr-defined]
+            return
+        view = memoryview(data)
+        while view:
+            try:
+                written = os.write(self._fd, view)
+            except BlockingIOError:  # a non-blocking pipe that is full: wait, then go on
+                _wait_writable(self._fd)
+                continue
+            except BrokenPipeError:
+                raise
+            except OSError as exc:
+                raise WriteFailed(f"cannot write to {self.name}: {exc.strerror or exc}") from None
+            view = view[written:]
+
+    def close(self) -> None:
+        """Close a file this Output opened (a deferred write error shows here); standard output stays open."""
+        if self._owned and self._fd is not None:
+            fd, self._fd = self._fd, None
+            try:
+                os.close(fd)
+            except OSError as exc:
+                raise WriteFailed(f"cannot write to {self.name}: {exc.strerror or exc}") from None
+
+
+def quiet_stdout() -> None:
+    """Point standard output at /dev/null, so that the interpreter's last flush fails no more."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, ValueError, OSError):  # a stream without a descriptor (tests)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
+# Characters that could forge a line or drive a terminal: C0 and C1
+# controls, DEL, line and paragraph separators, and the bidirectional
+# formatting characters that reorder what a terminal shows.
+_CONTROLS: Final = (*range(0x00, 0x20), *range(0x7F, 0xA0))
+_LINE_BREAKS: Final = (0x2028, 0x2029)
+_BIDI: Final = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+_UNSAFE: Final = frozenset((*_CONTROLS, *_LINE_BREAKS, *_BIDI))
+
+
+def shown(path: str | bytes) -> str:
+    """``path`` for people: every byte kept, none that can forge a line or drive a terminal.
+
+    A byte that is not part of valid UTF-8 shows as ``\\xNN``; a control
+    character as ``\\xNN`` (below U+0100) or ``\\uNNNN``.
+    """
+    text = (path if isinstance(path, bytes) else os.fsencode(path)).decode("utf-8", "backslashreplace")
+    if not any(ord(char) in _UNSAFE for char in text):
+        return text
+    return "".join(_escaped(char) if ord(char) in _UNSAFE else char for char in text)
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def say(message: str, stream: TextIO | None = None) -> None:
+    """One line on standard error, after the command's name; lost quietly if standard error is gone."""
+    with contextlib.suppress(OSError):
+        print(f"toolnexus-soul: {message}", file=stream or sys.stderr, flush=True)
