@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import Writer
-from counts import lines, tiktoken_count, words
+from counts import lines, newlines, super_additive, tiktoken_count, words
 from toolnexus.agents import (
     Budget,
     FileReport,
@@ -581,3 +581,34 @@ def test_compose_soul_takes_files(home: Path, write: Writer) -> None:
         ["NOTES.md", "TOOLS.md"],
     )
     assert asyncio.run(acompose_soul(home, files=["TOOLS.md"])) == ("## TOOLS.md\n\ntools", ["TOOLS.md"])
+
+
+def test_a_file_over_the_cap_read_to_its_last_byte_is_exact(home: Path, write: Writer) -> None:
+    # Eleven bytes at a cap of ten: the start and end read are the whole file.
+    write("SOUL.md", " " * 10 + "x")
+    soul = compose(home, max_file_bytes=10, budget=Budget(total=1000))
+    assert soul.text == f"## SOUL.md\n\n{marker('SOUL.md', 1)}"
+    assert soul.files[1] == FileReport(
+        "SOUL.md", FileStatus.PRESENT, size=11, cut=True, kept=0, left_out=1, kept_bytes=0, left_out_bytes=1
+    )
+    write("SOUL.md", " " * 11)  # over the cap, and an empty body: nothing to mark
+    assert compose(home, max_file_bytes=10, budget=Budget(total=1000)).text == "## SOUL.md\n\n"
+
+
+def test_a_cut_file_that_has_all_it_can_use_cuts_no_other(home: Path, write: Writer) -> None:
+    # Newlines as the unit: markers cost nothing. SOUL.md (equal, later) is
+    # cut to all but one unit of its body; AGENTS.md, kept whole, keeps more.
+    write("AGENTS.md", "a\naa\na")
+    write("SOUL.md", "a\naa\na")
+    soul = compose(home, budget=Budget(total=9, count=newlines))
+    assert soul.text == f"## AGENTS.md\n\na\naa\na\n\n## SOUL.md\n\na\n{marker('SOUL.md', 5)}"
+
+
+def test_a_super_additive_count_lowers_the_total_no_further_than_it_must(home: Path, write: Writer) -> None:
+    for name in ("AGENTS.md", "TOOLS.md", "MEMORY.md"):
+        write(name, f"- a note for {name}, about metric units\n" * 800)
+    soul = compose(home, budget=Budget(total=20_000, count=super_additive))
+    # 7,300 characters is the most any soul can have under this count
+    # (n + n²/4096 <= 20,000); lowering by the whole excess left markers alone.
+    assert (soul.used, len(soul.text)) == (19_924, 7_215)
+    assert [f.kept for f in soul.files if f.cut] == [3163, 3147, 3106]

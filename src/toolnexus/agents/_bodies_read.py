@@ -50,7 +50,7 @@ class Body:
     name: str
     read: FileRead
     whole: bool
-    over_cap: bool  # longer than the cap: always cut, and never read whole
+    over_cap: bool  # longer than the cap, with a body: always cut
     text: str
     tail: str
     nbytes: int  # the body's UTF-8 bytes; bytes not read count as the file holds them
@@ -73,16 +73,16 @@ def _utf8(text: str) -> int:
 def _body(index: int, name: str, excerpt: Excerpt, cap: int, budget: Budget) -> Body:
     """The ``Body`` of a present file from the bytes the reader returned."""
     data, last, length = excerpt.head or b"", excerpt.tail, excerpt.length
-    if last is None or (len(data) + len(last) == length <= cap):
+    if last is None or len(data) + len(last) == length:  # every byte read (one over the cap, at most)
         if last:
             data += last
         start, end = body_bounds(data, len(data))
         text = _decode(data, start, end)
         measure = budget.measure(text)
         return Body(
-            index=index, name=name, read=excerpt.read, whole=True, over_cap=False, text=text, tail="",
-            nbytes=_utf8(text), start_known=True, end_known=True, measure=measure, head_measure=measure,
-            tail_measure=0,
+            index=index, name=name, read=excerpt.read, whole=True, over_cap=length > cap and bool(text),
+            text=text, tail="", nbytes=_utf8(text), start_known=True, end_known=True, measure=measure,
+            head_measure=measure, tail_measure=0,
         )  # fmt: skip
     # Read in part. The start's last byte read is the first one left out,
     # so that a cut never splits a character whose bytes run past it. (Three

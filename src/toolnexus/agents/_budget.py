@@ -87,6 +87,7 @@ class Measures:
         self._layout = options.layout
         self._seen: dict[str, int] = {}
         self._markers: dict[tuple[str, int], str] = {}
+        self.names = options.names
         self.newline = self.of("\n")  # what a line break around a marker costs
 
     def of(self, text: str) -> int:
@@ -336,7 +337,7 @@ def render(
 def _unchanged(bodies: Sequence[Body], measures: Measures) -> str | None:
     """The soul without a budget, if the budget holds it (law 1); else None."""
     budget = measures.budget
-    if not all(body.whole for body in bodies):
+    if not all(body.whole and not body.over_cap for body in bodies):
         return None
     if budget.per_file is not None and any(body.measure > budget.per_file for body in bodies):
         return None
@@ -362,32 +363,53 @@ def compose_budgeted(
     while True:  # read on until what was read settles the laws
         bodies = reading.bodies
         text = _unchanged(bodies, measures)
-        if text is not None:  # law 1
-            cuts = {body.index: Cut(False, body.measure, 0, body.nbytes, 0) for body in bodies}
+        if text is not None:  # law 1: every file whole
+            whole = {body.index: Cut(False, body.measure, 0, body.nbytes, 0) for body in bodies}
             found = tuple(body.name for body in bodies)
-            return (
-                text,
-                found,
-                tuple(reading.reads),
-                _per_name(cuts, len(reading.reads)),
-                budget.measure(text),
-            )
-        chosen = plan(bodies, measures)
-        wanted = _unsettled(bodies, chosen, measures)
+            reads = tuple(reading.reads)
+            return text, found, reads, _per_name(whole, len(reads)), budget.measure(text)
+        wanted = _unsettled(bodies, plan(bodies, measures), measures)
         if not wanted or not reading.more(wanted):
             break
-    text, found, cuts = render(bodies, chosen, measures)
-    used = budget.measure(text)
-    reserve = 0
-    for lowering in range(_LOWERINGS + 1):  # a count that does not add up may go over: share less
-        if budget.total is None or used <= budget.total:
-            break
-        # After the last lowering, the least of each file: law 3 measured it fits.
-        reserve = budget.total + 1 if lowering == _LOWERINGS else reserve + used - budget.total
-        chosen = plan(bodies, measures, reserve)
-        text, found, cuts = render(bodies, chosen, measures)
-        used = budget.measure(text)
-    return text, found, tuple(reading.reads), _per_name(cuts, len(reading.reads)), used
+    text, found, cuts, used = _fitted(bodies, measures)
+    return text, found, tuple(reading.reads), cuts, used
+
+
+def _fitted(
+    bodies: Sequence[Body], measures: Measures
+) -> tuple[str, tuple[str, ...], tuple[Cut | None, ...], int]:
+    """The soul of the plan for ``bodies``, lowered until it fits a count that does not add up (law 6).
+
+    For a count that adds up, the plan's soul fits as it is. Otherwise the
+    total is lowered by the excess (at most eight times) until the soul
+    fits, then raised back by bisection as far as it still fits; with
+    nothing lower fitting, each file's least, which fits by law 3.
+    """
+    budget = measures.budget
+    total = budget.total
+
+    def attempt(reserve: int) -> tuple[str, tuple[str, ...], dict[int, Cut], int]:
+        text, found, cuts = render(bodies, plan(bodies, measures, reserve), measures)
+        return text, found, cuts, budget.measure(text)
+
+    best = attempt(0)
+    if total is not None and best[3] > total:
+        low, high = 0, 0  # a reserve known too small, and one that fits
+        for lowering in range(_LOWERINGS + 1):
+            high = total + 1 if lowering == _LOWERINGS else high + best[3] - total
+            best = attempt(high)
+            if best[3] <= total:
+                break
+            low = high
+        while high - low > 1:  # the least reserve that fits: a share as large as will do
+            middle = (low + high) // 2
+            trial = attempt(middle)
+            if trial[3] <= total:
+                high, best = middle, trial
+            else:
+                low = middle
+    text, found, cuts, used = best
+    return text, found, _per_name(cuts, len(measures.names)), used
 
 
 def _reach(lengths: list[int], budget: Budget) -> int:
