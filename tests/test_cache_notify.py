@@ -343,6 +343,7 @@ def make_and_drop(home: Path, count: int) -> None:
     gc.collect()
 
 
+@pytest.mark.reader_independent  # the watcher's descriptors, whichever reader composes
 def test_descriptors_are_released(home: Path, write: Writer) -> None:
     write("SOUL.md", "soul")
     before = open_fds()

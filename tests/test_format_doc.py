@@ -4,8 +4,10 @@ Tables follow an HTML comment ``<!-- format-examples: bodies -->`` (one
 ``MEMORY.md`` per row: its bytes, the cap, the section body),
 ``<!-- format-examples: homes -->`` (a whole home per row: names to bytes,
 ``None`` for a directory; the cap; the soul) or ``<!-- format-examples:
-budgets -->`` (a home, a budget's fields, the soul; ``count`` by name).
-Cells are Python literals.
+budgets -->`` (a home, a budget's fields, the soul; ``count`` by name)
+or ``<!-- format-examples: memory -->`` (a memory file's bytes, an
+operation of the memory tool, the file's bytes after it or the error's
+``code``). Cells are Python literals, but for an error's code.
 """
 
 from __future__ import annotations
@@ -18,7 +20,15 @@ from pathlib import Path
 import pytest
 
 from budget_laws import check_laws
-from toolnexus.agents import BOOTSTRAP_ORDER, MAX_BOOTSTRAP_FILE_BYTES, Budget, compose, compose_soul
+from toolnexus.agents import (
+    BOOTSTRAP_ORDER,
+    MAX_BOOTSTRAP_FILE_BYTES,
+    Budget,
+    MemoryToolError,
+    compose,
+    compose_soul,
+    memory_tool,
+)
 
 FORMAT = Path(__file__).resolve().parents[1] / "docs" / "format.md"
 # The counts a budget row may name (its "count" field).
@@ -44,6 +54,7 @@ def test_the_page_has_examples() -> None:
     assert len(examples("bodies")) == 17
     assert len(examples("homes")) == 3
     assert len(examples("budgets")) == 8
+    assert len(examples("memory")) == 9
 
 
 @pytest.mark.parametrize(("data", "cap", "body"), examples("bodies"))
@@ -84,3 +95,22 @@ def test_budget_examples(home: Path, files: str, budget: str, soul: str) -> None
     assert composed.text == ast.literal_eval(soul)
     order = [name for name in BOOTSTRAP_ORDER if name in layout]
     check_laws(layout, order, MAX_BOOTSTRAP_FILE_BYTES, budget_, composed, compose(home).text, additive=True)
+
+
+@pytest.mark.reader_independent
+@pytest.mark.parametrize(("before", "operation", "after"), examples("memory"))
+def test_memory_examples(home: Path, before: str, operation: str, after: str) -> None:
+    path = home / "MEMORY.md"
+    content = ast.literal_eval(before)
+    if content:
+        path.write_bytes(content)
+    action, *texts = ast.literal_eval(operation)
+    tool = memory_tool(home)
+    if after.startswith("b'"):
+        getattr(tool, action)(*texts)
+        assert path.read_bytes() == ast.literal_eval(after)
+    else:
+        with pytest.raises(MemoryToolError) as caught:
+            getattr(tool, action)(*texts)
+        assert caught.value.code == after
+        assert (path.read_bytes() if path.exists() else b"") == content

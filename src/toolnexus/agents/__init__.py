@@ -4,8 +4,10 @@
 defines; ``compose(dir)`` returns the same text with a per-file ``Soul``
 report. ``Budget`` fits a soul to a model's window and says what was cut.
 ``SoulCache``, ``compose_many`` and ``acompose``/``acompose_soul`` serve
-hosts with many personas. ``ACCELERATED`` is True when the compiled
-reader is in use.
+hosts with many personas. ``memory_tool(dir)`` is the persona's memory: a
+tool a host or a model calls to add, replace and remove notes in
+``MEMORY.md``, which the next soul holds. ``ACCELERATED`` is True when
+the compiled reader is in use.
 """
 
 from __future__ import annotations
@@ -16,6 +18,19 @@ from ._cache import RACY_WINDOW_NS, CacheStats, NotificationError, SoulCache, Va
 from ._compose import compose, compose_soul
 from ._format import BOOTSTRAP_ORDER, MAX_BOOTSTRAP_FILE_BYTES, truncation_notice
 from ._many import acompose, acompose_soul, compose_many
+from ._memory import (
+    AmbiguousMatch,
+    InvalidEntry,
+    MemoryFull,
+    MemoryRefused,
+    MemorySnapshot,
+    MemoryTool,
+    MemoryToolError,
+    MemoryUsage,
+    MergeReport,
+    NoMatch,
+    memory_tool,
+)
 from ._reader import ACCELERATED
 from ._report import BootstrapFileError, FileReport, FileStatus, Soul
 
@@ -25,12 +40,22 @@ __all__ = [
     "MAX_BOOTSTRAP_FILE_BYTES",
     "NEAR_LIMIT",
     "RACY_WINDOW_NS",
+    "AmbiguousMatch",
     "BootstrapFileError",
     "Budget",
     "CacheStats",
     "FileReport",
     "FileStatus",
+    "InvalidEntry",
     "Keep",
+    "MemoryFull",
+    "MemoryRefused",
+    "MemorySnapshot",
+    "MemoryTool",
+    "MemoryToolError",
+    "MemoryUsage",
+    "MergeReport",
+    "NoMatch",
     "NotificationError",
     "Soul",
     "SoulCache",
@@ -41,6 +66,7 @@ __all__ = [
     "compose",
     "compose_many",
     "compose_soul",
+    "memory_tool",
     "truncation_notice",
 ]
 

@@ -1,7 +1,8 @@
 """The ``toolnexus-soul`` command line (also ``python -m toolnexus.agents``).
 
 ``compose DIR`` prints the soul; ``check DIR...`` prints a per-file table;
-``batch DIR...`` composes many homes into JSON lines. It behaves as a Unix
+``batch DIR...`` composes many homes into JSON lines; ``memory DIR ...``
+lists and changes a persona's memory entries (``_cli_memory``). It behaves as a Unix
 tool: every byte of its output is written or it fails with one line and a
 non-zero status (``_output``), it stops quietly when its reader goes away,
 names are shown with every byte kept and nothing that could forge a line,
@@ -21,7 +22,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Final, NoReturn
 
-from . import __version__, _reader
+from . import __version__, _cli_memory, _reader
 from ._args import MAX_CAP, Budget, check_files
 from ._compose import compose
 from ._format import MAX_BOOTSTRAP_FILE_BYTES
@@ -222,6 +223,9 @@ class _Parsers:
         )
         _add_options(batch)
 
+        memory = self._command(commands, "memory", "list, add, replace or remove a persona's memory entries")
+        _cli_memory.add_parser(memory, "a persona's directory: its memory file is the one file written")
+
     def _command(
         self, commands: argparse._SubParsersAction[_ArgumentParser], name: str, summary: str
     ) -> argparse.ArgumentParser:
@@ -247,7 +251,7 @@ class _Parsers:
             self.top.error(f"a command is needed: {', '.join(self.commands)}")
         if extra:
             parser.error(f"unrecognized arguments: {' '.join(map(shown, extra))}")
-        if args.files is not None:
+        if getattr(args, "files", None) is not None:
             try:
                 args.files = check_files([name for group in args.files for name in group])
             except (TypeError, ValueError) as exc:
@@ -432,7 +436,11 @@ def _cmd_batch(args: argparse.Namespace) -> int:
     return EXIT_PROBLEM if tally.problem else EXIT_OK
 
 
-_COMMANDS: Final = {"compose": _cmd_compose, "check": _cmd_check, "batch": _cmd_batch}
+def _cmd_memory(args: argparse.Namespace) -> int:
+    return _cli_memory.run(args, _home_trouble(args.dir))
+
+
+_COMMANDS: Final = {"compose": _cmd_compose, "check": _cmd_check, "batch": _cmd_batch, "memory": _cmd_memory}
 
 
 def _run(argv: Sequence[str]) -> int:

@@ -1,0 +1,148 @@
+"""The memory file's entries: what an entry is, how one is written, how one is found.
+
+docs/format.md, "The memory file": an *entry* is a line that starts with
+``- `` and the lines right after it that start with a space or a tab; all
+else in the file is *other text*, which no operation changes. Pure
+functions on the file's text; ``_memory_disk`` reads and writes it.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Final, NamedTuple
+
+__all__ = [
+    "Entry",
+    "EntryError",
+    "check_text",
+    "entries",
+    "newline_of",
+    "render",
+    "with_entries",
+    "with_entry_added",
+    "with_entry_replaced",
+]
+
+BULLET: Final = "- "
+INDENT: Final = "  "
+# Characters an entry may not hold: C0 controls but tab and newline, DEL,
+# C1 controls, and line and paragraph separators (which start lines too).
+_REFUSED: Final = frozenset([*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0), 0x2028, 0x2029])
+
+
+class EntryError(ValueError):
+    """Text that cannot be an entry; the message says why."""
+
+
+class Entry(NamedTuple):
+    """One entry of the file: its text, and where its lines lie in the file's text."""
+
+    text: str
+    start: int  # offset of its "- "
+    end: int  # offset just past its last line, line end included
+
+
+def _lines(text: str) -> list[tuple[int, int, str]]:
+    """Each line as (start, end past its line end, the line without its line end)."""
+    lines = []
+    at = 0
+    while at < len(text):
+        newline = text.find("\n", at)
+        end = len(text) if newline < 0 else newline + 1
+        body = text[at:newline] if newline >= 0 else text[at:]
+        lines.append((at, end, body.removesuffix("\r")))
+        at = end
+    return lines
+
+
+def _continues(line: str) -> bool:
+    return line[:1] in (" ", "\t")
+
+
+def _unindent(line: str) -> str:
+    """A continuation line's text: without its first two spaces, or its tab."""
+    if line.startswith(INDENT):
+        return line[2:]
+    return line[1:]  # one space or one tab
+
+
+def entries(text: str) -> list[Entry]:
+    """The entries of a memory file's text, in order."""
+    found: list[Entry] = []
+    lines = _lines(text)
+    index = 0
+    while index < len(lines):
+        start, end, line = lines[index]
+        index += 1
+        if not line.startswith(BULLET):
+            continue
+        parts = [line[len(BULLET) :]]
+        while index < len(lines) and _continues(lines[index][2]):
+            parts.append(_unindent(lines[index][2]))
+            end = lines[index][1]
+            index += 1
+        found.append(Entry("\n".join(parts), start, end))
+    return found
+
+
+def check_text(text: object, what: str = "content") -> str:
+    """``text`` as an entry's text: a ``str``, trimmed, not empty, one paragraph, no control character.
+
+    ``\\r\\n`` becomes ``\\n``. An EntryError says what is wrong.
+    """
+    if not isinstance(text, str):
+        raise EntryError(f"{what} must be text, not {type(text).__name__}")
+    text = text.replace("\r\n", "\n").strip()
+    if not text:
+        raise EntryError(f"{what} is empty: an entry needs some text")
+    bad = next((char for char in text if ord(char) in _REFUSED), None)
+    if bad is not None:
+        raise EntryError(f"{what} holds a control character (U+{ord(bad):04X}), which an entry may not")
+    if "\n\n" in text or any(not line.strip() for line in text.split("\n")):
+        raise EntryError(f"{what} holds a blank line: an entry is one paragraph")
+    return text
+
+
+def render(text: str, newline: str = "\n") -> str:
+    """An entry as the file holds it: ``- `` and its first line, each further line indented by two spaces."""
+    first, *rest = text.split("\n")
+    return "".join([BULLET + first + newline, *(INDENT + line + newline for line in rest)])
+
+
+def newline_of(text: str) -> str:
+    """The line end the file uses: that of its first line (``\\n`` for a file without one)."""
+    first = text.find("\n")
+    return "\r\n" if first > 0 and text[first - 1] == "\r" else "\n"
+
+
+def with_entry_added(text: str, entry: str) -> str:
+    """The file's text with ``entry`` added at its end (after a line end, if its last line has none)."""
+    newline = newline_of(text)
+    if text and not text.endswith("\n"):
+        text += newline
+    return text + render(entry, newline)
+
+
+def with_entry_replaced(text: str, entry: Entry, new: str | None) -> str:
+    """The file's text with ``entry`` replaced by one holding ``new``, or removed (None); all else kept."""
+    replacement = "" if new is None else render(new, newline_of(text))
+    return text[: entry.start] + replacement + text[entry.end :]
+
+
+def with_entries(text: str, new: Sequence[str]) -> str:
+    """The file's text with all its entries replaced by ``new``: where the first stood, or at the end.
+
+    Other text stays where it is, byte for byte.
+    """
+    old = entries(text)
+    block = "".join(render(entry, newline_of(text)) for entry in new)
+    if not old:
+        if block and text and not text.endswith("\n"):
+            text += newline_of(text)
+        return text + block
+    pieces = [text[: old[0].start], block]
+    for previous, entry in itertools.pairwise(old):
+        pieces.append(text[previous.end : entry.start])
+    pieces.append(text[old[-1].end :])
+    return "".join(pieces)

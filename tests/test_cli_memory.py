@@ -1,0 +1,158 @@
+"""``toolnexus-soul memory DIR ACTION``: what it prints, what it writes, how it exits (0, 1, 2)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from toolnexus.agents.cli import main
+
+Capture = pytest.CaptureFixture[str]
+pytestmark = pytest.mark.reader_independent  # the memory tool reads no soul
+
+
+def run(argv: list[str], capsys: Capture) -> tuple[int, str, str]:
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def noted(home: Path) -> Path:
+    (home / "MEMORY.md").write_text(
+        "# Notes\n\n- uses uv, not pip\n- prefers metric units\n  and SI prefixes\n"
+    )
+    return home
+
+
+def test_list_prints_the_entries_as_the_file_holds_them(noted: Path, capsys: Capture) -> None:
+    assert run(["memory", str(noted), "list"], capsys) == (
+        0,
+        "- uses uv, not pip\n- prefers metric units\n  and SI prefixes\n",
+        "",
+    )
+
+
+def test_list_of_no_file_prints_nothing(home: Path, capsys: Capture) -> None:
+    assert run(["memory", str(home), "list"], capsys) == (0, "", "")
+    assert list(home.iterdir()) == []  # listing writes nothing, not even the lock
+
+
+def test_add_replace_remove(noted: Path, capsys: Capture) -> None:
+    path = noted / "MEMORY.md"
+    assert run(["memory", str(noted), "add", "ships on Fridays"], capsys) == (
+        0,
+        "added: MEMORY.md holds 3 entries, 87 of 2,200 characters\n",
+        "",
+    )
+    assert run(["memory", str(noted), "replace", "Fridays", "never ships on Fridays"], capsys) == (
+        0,
+        "replaced: MEMORY.md holds 3 entries, 93 of 2,200 characters\n",
+        "",
+    )
+    assert run(["memory", str(noted), "remove", "uv"], capsys) == (
+        0,
+        "removed: MEMORY.md holds 2 entries, 74 of 2,200 characters\n",
+        "",
+    )
+    assert (
+        path.read_text() == "# Notes\n\n- prefers metric units\n  and SI prefixes\n- never ships on Fridays\n"
+    )
+
+
+def test_another_file_and_limit(home: Path, capsys: Capture) -> None:
+    argv = ["memory", str(home), "--file", "USER.md", "add", "Ada, a metallurgist"]
+    assert run(argv, capsys) == (0, "added: USER.md holds 1 entry, 21 of 1,375 characters\n", "")
+    argv = ["memory", str(home), "--file", "USER.md", "--limit", "30", "add", "works nights"]
+    code, out, err = run(argv, capsys)
+    assert (code, out) == (1, "")
+    assert err == (
+        f"toolnexus-soul: {home}/USER.md: "
+        "Adding 12 characters would take USER.md to 36 of its 30 characters. "
+        "Replace or remove entries first (merge or shorten them); the longest start: "
+        "'Ada, a metallurgist'.\n"
+    )
+    assert (home / "USER.md").read_text() == "- Ada, a metallurgist\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["remove", "rust"],
+            "No entry holds 'rust'. The entries start: 'uses uv, not pip'; "
+            "'prefers metric units and SI prefixes'. "
+            "Give a short piece of one entry's text, exactly as it is written.",
+        ),
+        (
+            ["replace", "u", "x"],
+            "2 entries hold 'u': 'uses uv, not pip'; 'prefers metric units and SI prefixes'. "
+            "Give a longer piece of text, found in one of them only.",
+        ),
+        (["add", " "], "content is empty: an entry needs some text"),
+        (["add", "a\n\nb"], "content holds a blank line: an entry is one paragraph"),
+    ],
+)
+def test_what_cannot_be_done_exits_1(noted: Path, capsys: Capture, argv: list[str], message: str) -> None:
+    before = (noted / "MEMORY.md").read_bytes()
+    assert run(["memory", str(noted), *argv], capsys) == (
+        1,
+        "",
+        f"toolnexus-soul: {noted}/MEMORY.md: {message}\n",
+    )
+    assert (noted / "MEMORY.md").read_bytes() == before
+
+
+def test_a_symlinked_memory_file_is_refused(tmp_path: Path, home: Path, capsys: Capture) -> None:
+    target = tmp_path / "elsewhere.md"
+    target.write_text("- theirs\n")
+    (home / "MEMORY.md").symlink_to(target)
+    assert run(["memory", str(home), "add", "x"], capsys) == (
+        1,
+        "",
+        f"toolnexus-soul: {home}/MEMORY.md: "
+        "MEMORY.md is a symlink: the memory tool writes only a file of its own\n",
+    )
+    assert target.read_text() == "- theirs\n"
+
+
+def test_a_missing_home_exits_1(tmp_path: Path, capsys: Capture) -> None:
+    missing = tmp_path / "nowhere"
+    assert run(["memory", str(missing), "add", "x"], capsys) == (
+        1,
+        "",
+        f"toolnexus-soul: {missing}: no such directory\n",
+    )
+    assert not missing.exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "last_line"),
+    [
+        (["memory"], "toolnexus-soul memory: error: the following arguments are required: DIR, ACTION"),
+        (
+            ["memory", "x", "add"],
+            "toolnexus-soul memory DIR add: error: the following arguments are required: TEXT",
+        ),
+        (
+            ["memory", "x", "forget", "y"],
+            "toolnexus-soul memory: error: argument ACTION: invalid choice: 'forget' "
+            "(choose from 'list', 'add', 'replace', 'remove')",
+        ),
+        (
+            ["memory", "x", "--limit", "0", "list"],
+            "toolnexus-soul memory: error: argument --limit: must be 1 or more, not 0",
+        ),
+        (
+            ["memory", "x", "--file", "../SOUL.md", "list"],
+            "toolnexus-soul memory: error: argument --file: file must be a plain file name, not '../SOUL.md'",
+        ),
+    ],
+)
+def test_usage_errors_exit_2(home: Path, capsys: Capture, argv: list[str], last_line: str) -> None:
+    argv = [str(home) if arg == "x" else arg for arg in argv]
+    code, out, err = run(argv, capsys)
+    assert (code, out) == (2, "")
+    assert err.splitlines()[-1] == last_line
+    assert list(home.iterdir()) == []
