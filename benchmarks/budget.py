@@ -23,9 +23,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # twins: the reader swap
 
 from scenarios import make_large
-from toolnexus.agents import Budget, _reader, compose
+from toolnexus.agents import Budget, compose
+from twins import using
 
 TARGET = 10.0
 
@@ -49,7 +51,7 @@ def main() -> int:
         print(f"4 homes of three 3 MB files, medians of {args.rounds} interleaved rounds, µs per home")
         for reader in ("compiled", "pure"):
             samples: dict[str, list[float]] = {"no budget": [], "budget": []}
-            with _reader.using(reader):
+            with using(reader):
                 contenders: dict[str, Callable[[str], object]] = {
                     "no budget": compose,
                     "budget": lambda d: compose(d, budget=budget),

@@ -27,9 +27,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # twins: the reader swap
 
 from scenarios import make_typical
 from toolnexus.agents import RACY_WINDOW_NS, SoulCache, _reader, compose
+from twins import using
 
 TARGET_RATIO = 10.0
 TARGET_US = 2.5
@@ -47,7 +49,7 @@ def _loop(run: Callable[[str], object], dirs: list[str]) -> Callable[[], object]
 
 def warm(validate: str, dirs: list[str], notifier: _reader.ReaderName = "compiled") -> SoulCache:
     """A cache holding every home, its queue opened with ``notifier``'s twin."""
-    with _reader.using(notifier):
+    with using(notifier):
         cache = SoulCache(maxsize=len(dirs), validate=validate)  # type: ignore[arg-type]
         for directory in dirs:
             cache.compose(directory)

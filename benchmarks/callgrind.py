@@ -24,11 +24,13 @@ HERE = Path(__file__).resolve().parent
 WORKLOAD = """
 import sys
 sys.path.insert(0, {here!r})
+sys.path.insert(0, {tests!r})
 from pathlib import Path
 from scenarios import make_typical
-from toolnexus.agents import _reader, compose_soul
+from toolnexus.agents import compose_soul
+from twins import use
 dirs = make_typical(Path({root!r}), 200)
-_reader.use({reader!r})
+use({reader!r})
 if {compose}:
     for _ in range(5):
         for d in dirs:
@@ -38,7 +40,13 @@ if {compose}:
 
 def instructions(reader: str, compose: bool) -> int:
     with tempfile.TemporaryDirectory(prefix="tns-cg-") as tmp:
-        script = WORKLOAD.format(here=str(HERE), root=str(Path(tmp, "data")), reader=reader, compose=compose)
+        script = WORKLOAD.format(
+            here=str(HERE),
+            tests=str(HERE.parent / "tests"),
+            root=str(Path(tmp, "data")),
+            reader=reader,
+            compose=compose,
+        )
         done = subprocess.run(
             [
                 "valgrind",

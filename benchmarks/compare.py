@@ -23,10 +23,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # twins: the reader swap
 
 from floor import DecodeFloor, SyscallFloor, capped_bodies, decode_all
 from scenarios import baseline_compose_soul, make_empty, make_large, make_typical
 from toolnexus.agents import MAX_BOOTSTRAP_FILE_BYTES, _reader, compose_soul
+from twins import using
 
 CAP = MAX_BOOTSTRAP_FILE_BYTES
 
@@ -81,7 +83,7 @@ def measure(scenario: str, dirs: list[str], rounds: int) -> dict[str, list[float
         contenders["decode"] = lambda: decode_all(bodies) / len(dirs)
 
     def timed_reader(name: _reader.ReaderName) -> float:
-        with _reader.using(name):
+        with using(name):
             return per_home_us(compose_soul, dirs)
 
     samples: dict[str, list[float]] = {name: [] for name in contenders}

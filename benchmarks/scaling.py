@@ -14,13 +14,17 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # twins: the reader swap
+
 from scenarios import BOOTSTRAP_ORDER, SEED
-from toolnexus.agents import _reader, compose_soul
+from toolnexus.agents import compose_soul
+from twins import using
 
 SIZES = [1024, 4096, 16 * 1024, 64 * 1024, 256 * 1024, 1024 * 1024, 2 * 1024 * 1024, 3 * 1024 * 1024]
 
@@ -48,7 +52,7 @@ def side_by_side(directory: str, rounds: int) -> tuple[float, float]:
     samples: dict[str, list[float]] = {"compiled": [], "pure": []}
     for _ in range(rounds):
         for name in ("compiled", "pure"):
-            with _reader.using(name):
+            with using(name):
                 per_call_us(directory)()
                 samples[name].append(per_call_us(directory)())
     return statistics.median(samples["compiled"]), statistics.median(samples["pure"])

@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # twins: the reader swap
+
 from floor import DecodeFloor, SyscallFloor, TranscodeFloor
 from scenarios import baseline_compose_soul, make_dense, make_empty, make_large, make_typical
 from toolnexus.agents import (
@@ -30,6 +32,7 @@ from toolnexus.agents import (
     compose_many,
     compose_soul,
 )
+from twins import using
 
 # Smaller than compare.py's defaults: pytest-benchmark repeats each pass many times.
 TYPICAL_HOMES = 500
@@ -65,7 +68,7 @@ def test_reader(
     benchmark: BenchmarkFixture, scenario_dirs: dict[str, list[str]], scenario: str, kind: _reader.ReaderName
 ) -> None:
     benchmark.group = scenario
-    with _reader.using(kind):
+    with using(kind):
         benchmark(_over(compose_soul, scenario_dirs[scenario]))
 
 
@@ -132,14 +135,14 @@ def test_budget(
     budget: Budget | None,
 ) -> None:
     benchmark.group = "budget (large)"
-    with _reader.using(kind):
+    with using(kind):
         benchmark(_over(lambda d: compose(d, budget=budget), scenario_dirs["large"]))
 
 
 def test_all_contenders_compose_the_same_souls(scenario_dirs: dict[str, list[str]]) -> None:
     # Not a benchmark: the contenders must do the same job for the table to mean anything.
     for directory in scenario_dirs["typical"][:50]:
-        with _reader.using("pure"):
+        with using("pure"):
             pure = compose_soul(directory)
         assert compose_soul(directory) == pure
         assert baseline_compose_soul(directory)[1] == pure[1]

@@ -1,7 +1,7 @@
 """Shared fixtures: every test runs once per reader, without having to ask.
 
 The autouse ``reader`` fixture routes the whole package through one twin
-with ``_reader.use()``; its ``compiled`` parameter imports
+with ``twins.using()``; its ``compiled`` parameter imports
 ``toolnexus.agents._capread`` itself, so a missing build is a failure, never
 a silent second run of the pure reader. A test that does not depend on the
 reader (constants, argument parsing, subprocesses that choose their own)
@@ -32,8 +32,9 @@ from hypothesis import HealthCheck, settings
 
 import toolnexus.agents
 from toolnexus.agents import _reader
-from toolnexus.agents._capread_py import FileRead
 from toolnexus.agents._format import layout
+from toolnexus.agents._vocabulary import FileRead
+from twins import using
 
 CHECKOUT: Final = Path(__file__).resolve().parents[1]
 # The twins the suite runs on: both, unless --pure-only (or Windows) says
@@ -97,7 +98,7 @@ def reader(request: pytest.FixtureRequest) -> Iterator[_reader.ReaderName | None
     if name is None:  # a reader-independent test: whatever the package loaded
         yield None
         return
-    with _reader.using(name):
+    with using(name):
         yield name
 
 
@@ -108,10 +109,10 @@ def compose_files(
     assert name is not None, "a reader-independent test has no twin of its own"
     module = _reader.load(name)
     files = tuple(names)
-    ((text, found, reads),) = module.compose_homes(
+    (composed,) = module.compose_homes(
         [os.fsencode(home)], [os.fsencode(n) for n in files], cap, policy, layout(files, cap)
     )
-    return text, found, tuple(reads)
+    return composed.text, composed.found, composed.reads
 
 
 Writer = Callable[..., Path]

@@ -26,7 +26,8 @@ import sys
 import threading
 import time
 
-from toolnexus.agents import MAX_BOOTSTRAP_FILE_BYTES, _reader, compose
+import twins
+from toolnexus.agents import MAX_BOOTSTRAP_FILE_BYTES, compose
 
 SIZES = (1024, 3000, 5000, 70_000, 1_100_000, 3 * 1024 * 1024)
 CAP = MAX_BOOTSTRAP_FILE_BYTES
@@ -90,7 +91,7 @@ def main() -> None:  # noqa: PLR0915 - one scenario, read top to bottom
         writer(sys.argv[2], sys.argv[3])
         return
     kind, mode, calls = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    _reader.use(kind)  # type: ignore[arg-type]
+    twins.use("compiled" if kind == "compiled" else "pure")
     home = sys.argv[4]
     path = os.path.join(home, "MEMORY.md")
     with open(path, "wb") as handle:

@@ -20,7 +20,8 @@ from budget_laws import check_laws
 from conftest import TWINS
 from counts import lines, newlines, regex_tokens, super_additive, tiktoken_count, utf8_bytes, words
 from spec_reference import BOOTSTRAP_ORDER
-from toolnexus.agents import Budget, _reader, compose
+from toolnexus.agents import Budget, compose
+from twins import using
 
 pytestmark = pytest.mark.reader_independent  # each example runs on both twins side by side
 
@@ -92,7 +93,7 @@ def composed_both(files: dict[str, bytes], order: list[str], cap: int, budget: B
             (Path(home) / name).write_bytes(data)
         souls = []
         for reader in TWINS:
-            with _reader.using(reader):
+            with using(reader):
                 souls.append(compose(home, files=order, max_file_bytes=cap, budget=budget))
         plain = compose(home, files=order, max_file_bytes=cap).text
     assert all(soul == souls[0] for soul in souls), "the twins agree"

@@ -20,7 +20,10 @@ import pytest
 
 from conftest import Writer, compose_files
 from toolnexus.agents import FileReport, FileStatus, SymlinkPolicy, compose, compose_soul
-from toolnexus.agents._reader import Policy, ReaderName, Status
+from toolnexus.agents._reader import ReaderName
+from toolnexus.agents._vocabulary import Policy, Status
+
+TESTS = str(Path(__file__).resolve().parent)
 
 HERE = Path(__file__).parent
 CALLS = int(os.environ.get("TOOLNEXUS_SOUL_STRESS_CALLS", "20000"))
@@ -133,8 +136,9 @@ def test_ten_gigabyte_sparse_file(reader: ReaderName, home: Path) -> None:
         handle.truncate(10 * 1024**3)
     code = (
         "import resource, sys\n"
-        "from toolnexus.agents import _reader, compose\n"
-        f"_reader.use({reader!r})\n"
+        f"sys.path.insert(0, {TESTS!r}); import twins\n"
+        "from toolnexus.agents import compose\n"
+        f"twins.use({reader!r})\n"
         "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
         f"soul = compose({str(home)!r}, max_file_bytes=1024 * 1024)\n"
         "after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
@@ -219,8 +223,9 @@ def test_no_memory_leak_over_200000_calls(tmp_path: Path) -> None:
     homes.append(tmp_path / "text")
     code = (
         "import sys, resource\n"
-        "from toolnexus.agents import _reader, compose, compose_many\n"
-        "_reader.use('compiled')\n"
+        f"sys.path.insert(0, {TESTS!r}); import twins\n"
+        "from toolnexus.agents import compose, compose_many\n"
+        "twins.use('compiled')\n"
         f"homes = {[str(h) for h in homes]!r}\n"
         "def rss():\n"
         "    with open('/proc/self/statm') as f: return int(f.read().split()[1]) * 4096\n"

@@ -6,10 +6,14 @@ import os
 import subprocess
 import sys
 from inspect import cleandoc
+from pathlib import Path
 
 import pytest
 
 from toolnexus.agents import _reader
+from toolnexus.agents._format import layout
+from toolnexus.agents._vocabulary import Composed, Excerpt, FileRead, Policy, Status
+from twins import using
 
 pytestmark = pytest.mark.reader_independent
 
@@ -42,17 +46,38 @@ def test_environment_forces_the_pure_reader(value: str) -> None:
 
 
 @pytest.mark.needs_compiled
-def test_twins_share_their_vocabulary_and_docs() -> None:
+def test_twins_share_their_docs() -> None:
     compiled, pure = _reader.load("compiled"), _reader.load("pure")
-    for enum_name in ("Status", "Policy"):
-        assert [(m.name, m.value) for m in getattr(compiled, enum_name)] == [
-            (m.name, m.value) for m in getattr(pure, enum_name)
-        ], enum_name
-    assert compiled.FileRead._fields == pure.FileRead._fields
     # Python 3.13 dedents a module's docstrings as it compiles them; Cython does not.
-    assert cleandoc(compiled.compose_homes.__doc__) == cleandoc(pure.compose_homes.__doc__)
-    assert cleandoc(compiled.read_excerpts.__doc__) == cleandoc(pure.read_excerpts.__doc__)
+    for name in ("compose_homes", "read_excerpts", "decode_utf8"):
+        assert cleandoc(getattr(compiled, name).__doc__) == cleandoc(getattr(pure, name).__doc__), name
     assert compiled.__doc__ != pure.__doc__  # each module says which twin it is
+
+
+@pytest.mark.needs_compiled
+def test_compiled_results_are_the_vocabularys_types(tmp_path: Path) -> None:
+    compiled = _reader.load("compiled")
+    (tmp_path / "SOUL.md").write_text("soul")
+    (tmp_path / "TOOLS.md").mkdir()
+    names = [b"SOUL.md", b"TOOLS.md", b"USER.md"]
+    files = ("SOUL.md", "TOOLS.md", "USER.md")
+    (composed,) = compiled.compose_homes([bytes(tmp_path)], names, 64, Policy.FOLLOW, layout(files, 64))
+    assert type(composed) is Composed
+    assert composed == Composed("## SOUL.md\n\nsoul", ("SOUL.md",), composed.reads, None, None)
+    assert [type(read) for read in composed.reads] == [FileRead] * 3
+    assert [type(read.status) for read in composed.reads] == [Status] * 3
+    assert [read.status for read in composed.reads] == [Status.PRESENT, Status.NOT_REGULAR, Status.MISSING]
+    excerpts = compiled.read_excerpts(bytes(tmp_path), names, 64, Policy.FOLLOW, [(8, 4)] * 3)
+    assert [type(excerpt) for excerpt in excerpts] == [Excerpt] * 3
+    assert [type(excerpt.read) for excerpt in excerpts] == [FileRead] * 3
+    assert excerpts[0] == Excerpt(FileRead(Status.PRESENT, 0, 0o100000, 4, False, True), 4, b"soul", None)
+
+
+def test_the_reader_is_chosen_once() -> None:
+    # No switch in the library: the tests swap the twins from outside (tests/twins.py).
+    assert not hasattr(_reader, "use")
+    assert not hasattr(_reader, "using")
+    assert _reader.compose_homes is _reader.load("compiled" if _reader.ACCELERATED else "pure").compose_homes
 
 
 @pytest.mark.needs_compiled
@@ -67,15 +92,15 @@ def test_notifier_twins_share_their_functions_and_docs() -> None:
 
 
 @pytest.mark.needs_compiled
-def test_use_switches_and_restores() -> None:
+def test_the_tests_swap_switches_and_restores() -> None:
     before, notifier = _reader.compose_homes, _reader.notifier
-    with _reader.using("pure") as module:
+    with using("pure") as module:
         assert module.__name__ == "toolnexus.agents._capread_py"
         assert _reader.compose_homes is module.compose_homes
         if LINUX:
             assert _reader.notifier is not None
             assert _reader.notifier.__name__ == "toolnexus.agents._notify_py"
-        with _reader.using("compiled") as inner:
+        with using("compiled") as inner:
             assert _reader.compose_homes is inner.compose_homes
             if LINUX:
                 assert _reader.notifier is not None

@@ -22,7 +22,8 @@ from toolnexus.agents import (
     compose,
     compose_many,
 )
-from toolnexus.agents._reader import Policy, ReaderName, Status
+from toolnexus.agents._reader import ReaderName
+from toolnexus.agents._vocabulary import Policy, Status
 
 OUTSIDE = "outside secret"
 

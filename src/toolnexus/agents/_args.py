@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final, Literal, NamedTuple, TypeAlias, cast
 
-from ._format import BOOTSTRAP_ORDER, Layout, layout
-from ._reader import Policy
+from ._format import BOOTSTRAP_ORDER, layout
+from ._vocabulary import Layout, Policy
 
 __all__ = [
     "MAX_CAP",
@@ -167,7 +167,7 @@ def _check_files(files: object) -> tuple[tuple[str, ...], tuple[bytes, ...]]:
     if isinstance(files, AbstractSet):  # no order: the soul's would be chance
         raise TypeError(f"files must be an ordered sequence of names, not {type(files).__name__}")
     try:
-        given: tuple[object, ...] = tuple(files)  # type: ignore[arg-type]
+        given: tuple[object, ...] = tuple(cast("Iterable[object]", files))
     except TypeError:
         raise TypeError(f"files must be a sequence of names, not {type(files).__name__}") from None
     names: list[str] = []

@@ -19,7 +19,7 @@ from typing import Final
 from . import _reader
 from ._args import Budget, Options
 from ._bodies import BOM, body_bounds, boundary, char_start, trim_end, trim_start
-from ._reader import Excerpt, FileRead, Status
+from ._vocabulary import Excerpt, FileRead, Status
 
 __all__ = ["UNLIMITED", "Body", "Reading", "bytes_per_unit"]
 

@@ -24,25 +24,15 @@ from typing import Final, NamedTuple
 from ._args import Budget, Options
 from ._bodies_read import UNLIMITED, Body, Reading, bytes_per_unit
 from ._format import WHITESPACE
-from ._reader import FileRead
+from ._vocabulary import Composed, Cut
 
-__all__ = ["NEAR_LIMIT", "Cut", "compose_budgeted", "marker", "waterfill"]
+__all__ = ["NEAR_LIMIT", "compose_budgeted", "marker", "waterfill"]
 
 # A soul at this share of its total or more is near its limit (Soul.near_limit).
 NEAR_LIMIT: Final = 0.85
 # Passes of sharing with a lowered total, for a count that does not add up,
 # before the soul falls back to the least each file can take (which fits).
 _LOWERINGS: Final = 8
-
-
-class Cut(NamedTuple):
-    """What a budget did to one present file."""
-
-    cut: bool  # shortened, or left out entirely
-    kept: int  # of its body, in the budget's unit (markers excluded)
-    left_out: int | None  # of its body, in the budget's unit; None when it was not all read
-    kept_bytes: int
-    left_out_bytes: int
 
 
 def marker(name: str, left_out_bytes: int) -> str:
@@ -347,10 +337,8 @@ def _unchanged(bodies: Sequence[Body], measures: Measures) -> str | None:
     return text
 
 
-def compose_budgeted(
-    path: bytes, options: Options
-) -> tuple[str, tuple[str, ...], tuple[FileRead, ...], tuple[Cut | None, ...], int]:
-    """One home's soul under ``options.budget``: ``(text, found, reads, cuts, used)``.
+def compose_budgeted(path: bytes, options: Options) -> Composed:
+    """One home's soul under ``options.budget``, with its ``cuts`` and ``used``.
 
     ``cuts`` has one entry per name: a ``Cut`` for each present file (also
     those left out entirely), None for the others; ``used`` is the soul in
@@ -367,12 +355,12 @@ def compose_budgeted(
             whole = {body.index: Cut(False, body.measure, 0, body.nbytes, 0) for body in bodies}
             found = tuple(body.name for body in bodies)
             reads = tuple(reading.reads)
-            return text, found, reads, _per_name(whole, len(reads)), budget.measure(text)
+            return Composed(text, found, reads, _per_name(whole, len(reads)), budget.measure(text))
         wanted = _unsettled(bodies, plan(bodies, measures), measures)
         if not wanted or not reading.more(wanted):
             break
     text, found, cuts, used = _fitted(bodies, measures)
-    return text, found, tuple(reading.reads), cuts, used
+    return Composed(text, found, tuple(reading.reads), cuts, used)
 
 
 def _fitted(

@@ -41,8 +41,8 @@ from . import _reader
 from ._args import Budget, Options, PathArg, SymlinkPolicy, check_int, check_options, dir_bytes
 from ._compose import compose_homes
 from ._format import MAX_BOOTSTRAP_FILE_BYTES
-from ._reader import Policy
 from ._report import Soul, raise_if_unusable
+from ._vocabulary import Policy
 from ._watch import Registration, Unwatchable, Watcher, plain_path
 
 __all__ = ["RACY_WINDOW_NS", "CacheStats", "NotificationError", "SoulCache", "Validate"]

@@ -10,12 +10,10 @@ arena (well-formed, mostly-ASCII text by the scan-and-fill decoder of
 section heads, notice) is decided in ``_format`` and handed in as a layout.
 """
 
-from typing import NamedTuple
-
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
-from cpython.type cimport PyType_GenericAlloc
+from cpython.object cimport PyTypeObject
 from cpython.unicode cimport PyUnicode_DATA, PyUnicode_DecodeUTF8, PyUnicode_KIND, PyUnicode_New
 from libc.errno cimport (
     EINTR, EIO, ELOOP, EMLINK, ENOENT, ENOMEM, ENOSYS, ENOTDIR, ENXIO, EOPNOTSUPP, EPERM, EXDEV, errno,
@@ -27,6 +25,8 @@ from posix.fcntl cimport S_IFMT, S_IFREG, open, openat
 from posix.stat cimport fstat, fstatat, struct_stat
 from posix.types cimport off_t
 from posix.unistd cimport close, pread
+
+from ._vocabulary import Composed, Excerpt, FileRead, Policy, Status
 
 cdef extern from "_capread_os.h" nogil:
     int AT_SYMLINK_NOFOLLOW
@@ -56,46 +56,25 @@ cdef extern from "_capread_utf8.h" nogil:
 
 cdef extern from "Python.h":
     Py_UCS4 PyUnicode_MAX_CHAR_VALUE(object o)
+    object PyType_GenericAlloc(PyTypeObject *type, Py_ssize_t nitems)
 
 
 tnx_utf8_init()
 
-
-cpdef enum Status:
-    """What the reader found at a name."""
+# The codes of _vocabulary's Status and Policy, for code without the GIL
+# (_STATUSES below checks that they agree).
+cdef enum:
     PRESENT = 0
     MISSING = 1
     NOT_REGULAR = 2
     UNREADABLE = 3
     REFUSED = 4
 
-
-cpdef enum Policy:
-    """How the reader treats symlinks (the ``symlinks`` argument)."""
+cdef enum:
     FOLLOW = 0
     WITHIN = 1  # openat2(RESOLVE_BENEATH) where the kernel has it, else WITHIN_PORTABLE
     REFUSE = 2
     WITHIN_PORTABLE = 3  # the fallback of WITHIN, selectable directly so it can be tested
-
-
-class FileRead(NamedTuple):
-    """What the reader found at one name."""
-
-    status: Status
-    errno: int  # why it is not present (0 when it is)
-    kind: int  # the file type bits of st_mode, 0 when it could not be opened
-    size: int  # bytes read: at most cap + 1
-    truncated: bool  # more than was read from its start (compose_homes: more than cap bytes)
-    stable: bool  # False only when the file kept changing under three reads
-
-
-class Excerpt(NamedTuple):
-    """What ``read_excerpts`` read of one name: bytes, as the file holds them."""
-
-    read: FileRead
-    length: int  # the file's length as read (0 unless present)
-    head: bytes | None  # the bytes read from its start (all of it when tail is None); None unless present
-    tail: bytes | None  # the bytes read at its end, after those of head; None when it was read whole
 
 
 cdef enum:
@@ -118,7 +97,7 @@ cdef struct Chars:  # a str's characters, readable without the GIL while the str
     uint32_t maxchar
 
 cdef struct Outcome:
-    Status status
+    int status  # a Status code
     int err
     int kind
     size_t offset  # where the file's bytes start in the arena
@@ -210,7 +189,7 @@ cdef int _open_entry(int dirfd, const char *name, int policy) noexcept nogil:
             return fd
 
 
-cdef Status _classify_open_error(int err, int policy) noexcept nogil:
+cdef int _classify_open_error(int err, int policy) noexcept nogil:
     if err == ENOENT or err == ENOTDIR:
         return MISSING
     if err == EXDEV and (policy == WITHIN or policy == WITHIN_PORTABLE):
@@ -684,10 +663,10 @@ cdef inline void _put(object read, Py_ssize_t index, object value):
     PyTuple_SET_ITEM(read, index, value)
 
 
-cdef object _file_read(object status, int err, int kind, size_t size, bint truncated, bint stable):
+cdef object _file_read(int status, int err, int kind, size_t size, bint truncated, bint stable):
     """A ``FileRead``, built in place: one allocation, no temporary tuple."""
-    cdef object read = PyType_GenericAlloc(FileRead, 6)
-    _put(read, 0, status)
+    cdef object read = PyType_GenericAlloc(_FILE_READ, 6)
+    _put(read, 0, _STATUSES[status])
     _put(read, 1, err)
     _put(read, 2, kind)
     _put(read, 3, size)
@@ -696,33 +675,48 @@ cdef object _file_read(object status, int err, int kind, size_t size, bint trunc
     return read
 
 
-cdef tuple _composed(object soul, Outcome *outs, Py_ssize_t nnames, _Layout layout):
-    """One home's ``(soul, found, reads)``: the names present, a ``FileRead`` per name."""
+cdef object _composed(object soul, Outcome *outs, Py_ssize_t nnames, _Layout layout):
+    """One home's ``Composed``: the soul, the names present, a ``FileRead`` per name."""
     cdef object reads = PyTuple_New(nnames)
+    cdef object found
     cdef Py_ssize_t present = 0
     cdef Outcome *out
     cdef Py_ssize_t i
     for i in range(nnames):
         out = &outs[i]
         if out.status == PRESENT:
-            _put(reads, i, _file_read(_PRESENT, 0, out.kind, out.nread, out.truncated, out.stable))
+            _put(reads, i, _file_read(PRESENT, 0, out.kind, out.nread, out.truncated, out.stable))
             present += 1
         elif out.status == MISSING and out.err == ENOENT:
             _put(reads, i, _MISSING_ENOENT)
         else:
             _put(reads, i, _file_read(out.status, out.err, out.kind, 0, False, out.stable))
     if present == 0:
-        return (soul, (), reads)
-    cdef object found = PyTuple_New(present)
-    present = 0
-    for i in range(nnames):
-        if outs[i].status == PRESENT:
-            _put(found, present, layout.files[i])
-            present += 1
-    return (soul, found, reads)
+        found = ()
+    else:
+        found = PyTuple_New(present)
+        present = 0
+        for i in range(nnames):
+            if outs[i].status == PRESENT:
+                _put(found, present, layout.files[i])
+                present += 1
+    cdef object composed = PyType_GenericAlloc(_COMPOSED, 5)
+    _put(composed, 0, soul)
+    _put(composed, 1, found)
+    _put(composed, 2, reads)
+    _put(composed, 3, None)
+    _put(composed, 4, None)
+    return composed
 
 
-_PRESENT = Status.PRESENT
+# The result types, for building their tuples in place (the module keeps them alive).
+cdef PyTypeObject *_FILE_READ = <PyTypeObject *>FileRead
+cdef PyTypeObject *_COMPOSED = <PyTypeObject *>Composed
+# Status by code; the C codes above must be its values.
+cdef tuple _STATUSES = tuple(Status)
+if ([status.value for status in _STATUSES] != [PRESENT, MISSING, NOT_REGULAR, UNREADABLE, REFUSED]
+        or [policy.value for policy in Policy] != [FOLLOW, WITHIN, REFUSE, WITHIN_PORTABLE]):
+    raise ImportError("_capread's status and policy codes differ from _vocabulary's")
 # The most common result of all, shared instead of built per call.
 _MISSING_ENOENT = FileRead(Status.MISSING, ENOENT, 0, 0, False, True)
 
@@ -766,14 +760,15 @@ def compose_homes(directories, names, Py_ssize_t cap, int symlinks, layout):
 
     ``directories`` are filesystem paths as bytes; ``names`` plain file names
     (no ``/``) as bytes; ``cap`` >= 1 the byte cap of each file; ``symlinks``
-    a ``Policy``. ``layout`` is ``(files, firsts, nexts, notice)``: per name
+    a ``Policy``. ``layout`` is a ``Layout``, ``(files, firsts, nexts, notice)``: per name
     its text, the opening of its section as the first one and after another,
     and the line that ends a body cut at the cap. Each file read is cut at
     ``cap`` bytes (backed off to a character boundary), loses a leading BOM
     and its White_Space at both ends, and is decoded as UTF-8 with U+FFFD
-    replacement. Returns, per directory, ``(soul, found, reads)``: the soul,
-    the names (from ``files``) of the files present, and one ``FileRead`` per
-    name. Never raises for a file's trouble: that is what the reads report.
+    replacement. Returns, per directory, a ``Composed``: the soul (``text``),
+    the names (from ``files``) of the files present (``found``), and one
+    ``FileRead`` per name (``reads``). Never raises for a file's trouble:
+    that is what the reads report.
     """
     cdef list dirs = list(directories)
     cdef tuple tnames = tuple(names)
@@ -895,7 +890,7 @@ def read_excerpts(bytes directory, names, Py_ssize_t cap, int symlinks, windows)
         for i in range(nnames):
             out = &outs[i]
             if out.status == PRESENT:
-                read = _file_read(_PRESENT, 0, out.kind, out.nread + out.tail_len, out.truncated, out.stable)
+                read = _file_read(PRESENT, 0, out.kind, out.nread + out.tail_len, out.truncated, out.stable)
                 excerpts.append(_excerpt(out, arena.data, read))
             elif out.status == MISSING and out.err == ENOENT:
                 excerpts.append(_MISSING_EXCERPT)

@@ -10,72 +10,18 @@ and joins the sections as the layout says.
 
 from __future__ import annotations
 
-import enum
 import errno
 import os
 import stat
 import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
 
-from ._bodies import body_bounds
+from ._bodies import back_off
 from ._format import WHITESPACE
+from ._vocabulary import Composed, Excerpt, FileRead, Layout, Policy, Status
 
-__all__ = [
-    "Excerpt",
-    "FileRead",
-    "Layout",
-    "Policy",
-    "Status",
-    "compose_homes",
-    "decode_utf8",
-    "read_excerpts",
-]
-
-
-class Status(enum.IntEnum):
-    """What the reader found at a name."""
-
-    PRESENT = 0
-    MISSING = 1
-    NOT_REGULAR = 2
-    UNREADABLE = 3
-    REFUSED = 4
-
-
-class Policy(enum.IntEnum):
-    """How the reader treats symlinks (the ``symlinks`` argument)."""
-
-    FOLLOW = 0
-    WITHIN = 1  # openat2(RESOLVE_BENEATH) where the kernel has it, else WITHIN_PORTABLE
-    REFUSE = 2
-    WITHIN_PORTABLE = 3  # the fallback of WITHIN, selectable directly so it can be tested
-
-
-class FileRead(NamedTuple):
-    """What the reader found at one name."""
-
-    status: Status
-    errno: int  # why it is not present (0 when it is)
-    kind: int  # the file type bits of st_mode, 0 when it could not be opened
-    size: int  # bytes read: at most cap + 1
-    truncated: bool  # more than was read from its start (compose_homes: more than cap bytes)
-    stable: bool  # False only when the file kept changing under three reads
-
-
-class Excerpt(NamedTuple):
-    """What ``read_excerpts`` read of one name: bytes, as the file holds them."""
-
-    read: FileRead
-    length: int  # the file's length as read (0 unless present)
-    head: bytes | None  # the bytes read from its start (all of it when tail is None); None unless present
-    tail: bytes | None  # the bytes read at its end, after those of head; None when it was read whole
-
-
-# (files, firsts, nexts, notice): see compose_homes.
-Layout = tuple[Sequence[str], Sequence[str], Sequence[str], str]
-
+__all__ = ["compose_homes", "decode_utf8", "read_excerpts"]
 
 _PAGE = 4096
 _MAX_TRIES = 3
@@ -177,18 +123,12 @@ def _open_within_portable(dirfd: int, directory: bytes, name: bytes) -> int:
     return _open_nofollow(dirfd, directory, target)
 
 
-# Looking up an enum member costs about 70 ns on CPython 3.11; this runs per name.
-_FOLLOW, _WITHIN, _REFUSE = Policy.FOLLOW, Policy.WITHIN, Policy.REFUSE
-
-
 def _open_entry(dirfd: int, directory: bytes, name: bytes, symlinks: int) -> int:
-    if symlinks == _FOLLOW:
-        if dirfd >= 0:  # the usual case, without the detour through _open
-            return os.open(name, _FILE_FLAGS, dir_fd=dirfd)
+    if symlinks == Policy.FOLLOW:
         return _open(dirfd, directory, name, _FILE_FLAGS)
-    if symlinks == _REFUSE:
+    if symlinks == Policy.REFUSE:
         return _open_nofollow(dirfd, directory, name)
-    if symlinks == _WITHIN and _openat2 is not None and dirfd >= 0:
+    if symlinks == Policy.WITHIN and _openat2 is not None and dirfd >= 0:
         try:
             return _openat2(dirfd, name)
         except OSError as exc:
@@ -200,7 +140,7 @@ def _open_entry(dirfd: int, directory: bytes, name: bytes, symlinks: int) -> int
 
 def _classify_open_error(err: int, symlinks: int) -> Status:
     if err in _ABSENT:
-        return _MISSING
+        return Status.MISSING
     if err == errno.EXDEV and symlinks in (Policy.WITHIN, Policy.WITHIN_PORTABLE):
         return Status.REFUSED
     if err in _SYMLINK_REFUSED and symlinks in (Policy.REFUSE, Policy.WITHIN_PORTABLE):
@@ -312,8 +252,8 @@ def _read_entry(
         return FileRead(Status.NOT_REGULAR, 0, kind, 0, False, True), None, b"", 0
     first, one_read = _read_capped(fd, want, before.st_size)
     got = len(first)
-    if one_read and got < want and got <= _PAGE and got <= before.st_size:  # _trusted, inline: the usual case
-        return _new_read(FileRead, (_PRESENT, 0, kind, got, False, True)), first, b"", got
+    if got < want and _trusted(got, before, one_read):  # the usual case: all of it, in one small read
+        return FileRead(Status.PRESENT, 0, kind, got, False, True), first, b"", got
     tries = 1
     while True:
         if tries > 1:
@@ -347,28 +287,25 @@ def _read_entry(
         before = after
         os.lseek(fd, 0, os.SEEK_SET)
         tries += 1
-    # tuple.__new__ skips the NamedTuple's Python-level __new__: this runs per file.
-    return _new_read(FileRead, (_PRESENT, 0, kind, got + len(last), got == want, stable)), first, last, end
+    return FileRead(Status.PRESENT, 0, kind, got + len(last), got == want, stable), first, last, end
 
 
-_new_read = tuple.__new__
 _S_IFMT = 0o170000
 _S_IFREG = stat.S_IFREG
-_PRESENT = Status.PRESENT
-_MISSING = Status.MISSING
 # The most common result of all, shared instead of built per name.
-_MISSING_ENOENT = FileRead(_MISSING, errno.ENOENT, 0, 0, False, True)
+_MISSING_ENOENT = FileRead(Status.MISSING, errno.ENOENT, 0, 0, False, True)
 
 
-# The size up to which _compose_home decodes a whole body first and trims the
-# text after (with WHITESPACE, the same set as text).
-_DECODE_THEN_STRIP = 64 * 1024
+def _body(data: bytes | bytearray, cap: int) -> str:
+    """The body of a file's bytes: cut at ``cap`` and backed off, decoded, without its BOM, trimmed.
 
-
-def _decode_trimmed(data: bytes | bytearray, cap: int) -> str:
-    """The body of ``data``, as ``body_bounds`` finds it, decoded with U+FFFD for what is ill-formed."""
-    start, end = body_bounds(data, cap)
-    return str(memoryview(data)[start:end], "utf-8", "replace")
+    Decoded, then trimmed as text: the same as trimming the bytes first
+    (see ``_bodies``), and both run in C. A leading U+FEFF can only be the
+    BOM's bytes.
+    """
+    if len(data) > cap:
+        data = data[: back_off(data, cap)]
+    return str(data, "utf-8", "replace").removeprefix("\ufeff").strip(WHITESPACE)
 
 
 def _open_dir(directory: bytes) -> int | FileRead:
@@ -379,10 +316,10 @@ def _open_dir(directory: bytes) -> int | FileRead:
         return os.open(directory, _DIR_FLAGS)
     except OSError as exc:
         err = exc.errno or errno.EIO
-        return FileRead(_MISSING if err in _ABSENT else Status.UNREADABLE, err, 0, 0, False, True)
+        return FileRead(Status.MISSING if err in _ABSENT else Status.UNREADABLE, err, 0, 0, False, True)
 
 
-def _read_name(  # noqa: PLR0917 - positional: keywords cost per call, and this runs per name
+def _read_name(  # noqa: PLR0917 - the reading's every parameter, as the compiled twin's is
     dirfd: int, directory: bytes, name: bytes, symlinks: int, want: int, tail: int, limit: int
 ) -> tuple[FileRead, bytes | bytearray | None, bytes, int]:
     """Open ``name`` as the policy says and ``_read_entry`` it; any trouble is in the FileRead."""
@@ -410,7 +347,7 @@ def _not_opened(exc: OSError, dirfd: int, directory: bytes, name: bytes, symlink
 
 def _kind_at(dirfd: int, directory: bytes, name: bytes, symlinks: int) -> int:
     """The file type bits of ``name`` (not followed if the policy refuses links), 0 if unknown."""
-    follow = symlinks != _REFUSE
+    follow = symlinks != Policy.REFUSE
     try:
         if dirfd >= 0:
             st = os.stat(name, dir_fd=dirfd, follow_symlinks=follow)
@@ -427,51 +364,30 @@ def _not_read(exc: OSError) -> FileRead:
 
 def _compose_home(
     directory: bytes, names: Sequence[bytes], cap: int, symlinks: int, layout: Layout
-) -> tuple[str, tuple[str, ...], tuple[FileRead, ...]]:
+) -> Composed:
     """Read one home's files and compose its soul, as ``compose_homes`` says."""
     dirfd = _open_dir(directory)
     if not isinstance(dirfd, int):
-        return "", (), (dirfd,) * len(names)
-    files, firsts, nexts, notice = layout
+        return Composed("", (), (dirfd,) * len(names))
     pieces: list[str] = []
     found: list[str] = []
     reads: list[FileRead] = []
-    want = cap + 1
     try:
         for index, name in enumerate(names):
-            # _read_name, inline: this loop runs per name.
-            try:
-                fd = _open_entry(dirfd, directory, name, symlinks)
-            except OSError as exc:
-                reads.append(_not_opened(exc, dirfd, directory, name, symlinks))
-                continue
-            try:
-                read, data, _, _ = _read_entry(fd, want, 0, want)
-            except OSError as exc:
-                read, data = _not_read(exc), None
-            finally:
-                os.close(fd)
+            read, data, _, _ = _read_name(dirfd, directory, name, symlinks, cap + 1, 0, cap + 1)
             reads.append(read)
             if data is None:
                 continue
-            found.append(files[index])
-            pieces.append(nexts[index] if pieces else firsts[index])
-            size = len(data)
-            if size <= _DECODE_THEN_STRIP and size <= cap:
-                # Small and whole: decoding, then str.strip() in C, costs less
-                # than finding the ends in Python, and its copy is small. The
-                # same text, for the reason the byte trim is exact.
-                text = str(data, "utf-8", "replace")
-                pieces.append((text[1:] if text[:1] == "\ufeff" else text).strip(WHITESPACE))
-            else:  # trimmed by offsets, so that megabytes are not copied twice
-                pieces.append(_decode_trimmed(data, cap))
-                if size > cap:
-                    pieces.append(notice)
+            found.append(layout.files[index])
+            pieces.append(layout.nexts[index] if pieces else layout.firsts[index])
+            pieces.append(_body(data, cap))
+            if read.truncated:
+                pieces.append(layout.notice)
             del data  # now, so that the next file's read can have its memory
     finally:
         if dirfd >= 0:
             os.close(dirfd)
-    return "".join(pieces), tuple(found), tuple(reads)
+    return Composed("".join(pieces), tuple(found), tuple(reads))
 
 
 def _check_arguments(directories: Sequence[bytes], names: Sequence[bytes], cap: int) -> None:
@@ -489,19 +405,20 @@ def _check_arguments(directories: Sequence[bytes], names: Sequence[bytes], cap: 
 
 def compose_homes(
     directories: Sequence[bytes], names: Sequence[bytes], cap: int, symlinks: int, layout: Layout
-) -> list[tuple[str, tuple[str, ...], tuple[FileRead, ...]]]:
+) -> list[Composed]:
     """Read each of ``names`` inside each directory and compose each directory's soul.
 
     ``directories`` are filesystem paths as bytes; ``names`` plain file names
     (no ``/``) as bytes; ``cap`` >= 1 the byte cap of each file; ``symlinks``
-    a ``Policy``. ``layout`` is ``(files, firsts, nexts, notice)``: per name
+    a ``Policy``. ``layout`` is a ``Layout``, ``(files, firsts, nexts, notice)``: per name
     its text, the opening of its section as the first one and after another,
     and the line that ends a body cut at the cap. Each file read is cut at
     ``cap`` bytes (backed off to a character boundary), loses a leading BOM
     and its White_Space at both ends, and is decoded as UTF-8 with U+FFFD
-    replacement. Returns, per directory, ``(soul, found, reads)``: the soul,
-    the names (from ``files``) of the files present, and one ``FileRead`` per
-    name. Never raises for a file's trouble: that is what the reads report.
+    replacement. Returns, per directory, a ``Composed``: the soul (``text``),
+    the names (from ``files``) of the files present (``found``), and one
+    ``FileRead`` per name (``reads``). Never raises for a file's trouble:
+    that is what the reads report.
     """
     _check_arguments(directories, names, cap)
     _check_layout(layout, len(names))
@@ -552,24 +469,31 @@ def read_excerpts(
     return tuple(excerpts)
 
 
-# The last layout checked, and for how many names. The Python layer hands in
-# the same few layouts again and again; holding it keeps its id from reuse.
-_checked_layout: tuple[Layout, int] | None = None
+class _LayoutCheck:
+    """Checks a layout for ``count`` names; remembers the last one it passed.
+
+    The Python layer hands in the same few layouts again and again; holding
+    the last keeps its id from reuse.
+    """
+
+    def __init__(self) -> None:
+        self._layout: Layout | None = None
+        self._count = -1
+
+    def __call__(self, layout: Layout, count: int) -> None:
+        if layout is self._layout and count == self._count:
+            return
+        files, firsts, nexts, notice = layout
+        if not len(files) == len(firsts) == len(nexts) == count:
+            raise ValueError("layout must have one file name and two heads per name")
+        for texts in (files, firsts, nexts, (notice,)):
+            for text in texts:
+                if type(text) is not str:
+                    raise TypeError("layout must hold str only")
+        self._layout, self._count = layout, count
 
 
-def _check_layout(layout: Layout, count: int) -> None:
-    global _checked_layout  # noqa: PLW0603 - a one-entry memo, replaced whole
-    checked = _checked_layout
-    if checked is not None and checked[0] is layout and checked[1] == count:
-        return
-    files, firsts, nexts, notice = layout
-    if not len(files) == len(firsts) == len(nexts) == count:
-        raise ValueError("layout must have one file name and two heads per name")
-    for texts in (files, firsts, nexts, (notice,)):
-        for text in texts:
-            if type(text) is not str:
-                raise TypeError("layout must hold str only")
-    _checked_layout = (layout, count)
+_check_layout = _LayoutCheck()
 
 
 def decode_utf8(data: bytes) -> str:

@@ -15,8 +15,8 @@ from . import _reader
 from ._args import Budget, Options, PathArg, SymlinkPolicy, check_options, dir_bytes
 from ._budget import compose_budgeted
 from ._format import MAX_BOOTSTRAP_FILE_BYTES
-from ._reader import Composed
 from ._report import Soul, raise_if_unusable
+from ._vocabulary import Composed
 
 __all__ = ["compose", "compose_homes", "compose_parts", "compose_soul", "soul_of"]
 
@@ -24,33 +24,28 @@ __all__ = ["compose", "compose_homes", "compose_parts", "compose_soul", "soul_of
 def compose_parts(paths: Sequence[bytes], options: Options) -> list[Composed]:
     """The pipeline: read and compose each home, in one reader call for all of them.
 
-    ``paths`` and ``options`` are already checked. Returns ``(text, found,
-    reads)`` per home (with a budget, also what it cut and the soul's measure:
-    ``(text, found, reads, cuts, used)``): ``compose_soul`` takes the text
-    and names; everything else makes a ``Soul`` of them with ``soul_of``.
+    ``paths`` and ``options`` are already checked. Returns a ``Composed``
+    per home (with a budget, with what it cut and the soul's measure):
+    ``compose_soul`` takes the text and names; everything else makes a
+    ``Soul`` of it with ``soul_of``.
     """
     if options.budget is not None:  # a budget reads each home as its own sizes say
-        return [compose_budgeted(path, options) for path in paths]  # type: ignore[misc]
+        return [compose_budgeted(path, options) for path in paths]
     return _reader.compose_homes(paths, options.names, options.cap, options.policy, options.layout)
 
 
 def soul_of(path: bytes, composed: Composed, options: Options) -> Soul:
     """The ``Soul`` of one composed home; with ``options.strict``, raise for an unusable file."""
-    if options.budget is None:
-        text, found, reads = composed
-        cuts = used = None
-    else:
-        text, found, reads, cuts, used = composed  # type: ignore[misc]
     soul = Soul.of_reads(
-        text,
-        found,
-        reads,
+        composed.text,
+        composed.found,
+        composed.reads,
         names=options.files,
         max_file_bytes=options.cap,
         symlinks=options.symlinks,
-        cuts=cuts,
+        cuts=composed.cuts,
         budget=options.budget,
-        used=used,
+        used=composed.used,
     )
     if options.strict:
         raise_if_unusable(path, soul.files)
@@ -78,8 +73,8 @@ def compose_soul(
     marked where it was cut. Nothing on disk is modified.
     """
     options = check_options(max_file_bytes, files=files, budget=budget)
-    ((text, found, *_),) = compose_parts([dir_bytes(dir)], options)
-    return text, list(found)
+    (composed,) = compose_parts([dir_bytes(dir)], options)
+    return composed.text, list(composed.found)
 
 
 def compose(

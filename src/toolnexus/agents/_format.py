@@ -9,13 +9,14 @@ set, for code that trims text.)
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Final, NamedTuple
+from typing import Final
+
+from ._vocabulary import Layout
 
 __all__ = [
     "BOOTSTRAP_ORDER",
     "MAX_BOOTSTRAP_FILE_BYTES",
     "WHITESPACE",
-    "Layout",
     "layout",
     "truncation_notice",
 ]
@@ -52,19 +53,6 @@ def truncation_notice(cap: int) -> str:
     else:
         size = f"{cap} bytes"
     return f"[truncated: exceeds {size} bootstrap cap]"
-
-
-class Layout(NamedTuple):
-    """The text around the bodies of a soul, for given names and cap.
-
-    The readers' ``compose_homes`` takes it as it is: the Python layer
-    decides how a soul looks, the reader only fills it in.
-    """
-
-    files: tuple[str, ...]  # the names, as the soul's headings and ``found`` spell them
-    firsts: tuple[str, ...]  # "## NAME\n\n": the opening of a soul's first section
-    nexts: tuple[str, ...]  # "\n\n## NAME\n\n": the opening of any later section
-    notice: str  # "\n[truncated: ...]": after a body cut at the byte cap
 
 
 @lru_cache(maxsize=64)

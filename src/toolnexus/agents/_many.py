@@ -26,7 +26,7 @@ from concurrent.futures import (
     ThreadPoolExecutor,
     wait,
 )
-from typing import Final
+from typing import Final, cast
 
 from ._args import Budget, Options, PathArg, SymlinkPolicy, check_int, check_options, dir_bytes
 from ._cache import SoulCache
@@ -131,7 +131,7 @@ def _paths(dirs: object) -> list[bytes]:
         # A str is iterable: "abc" would compose three homes a, b and c.
         raise TypeError(f"dirs must be an iterable of paths, not a single path ({type(dirs).__name__})")
     try:
-        items = iter(dirs)  # type: ignore[call-overload]
+        items = iter(cast("Iterable[object]", dirs))
     except TypeError:
         raise TypeError(f"dirs must be an iterable of paths, not {type(dirs).__name__}") from None
     paths = []

@@ -14,7 +14,7 @@ have left (``.NAME.tmp-*``). Within a session:
   appended to it after it was read are carried over to the new file. Any
   other change to it (an editor's save, by rename or in place) means the
   check was beaten: that file is swapped straight back, with any lines
-  written to ours in the microseconds between, and ``Raced`` tells the
+  written over ours in the microseconds between, and ``Raced`` tells the
   caller to read again and redo. A new file is created with
   ``RENAME_NOREPLACE`` (or a hard link), so it never replaces one that
   has just appeared. Where the file system cannot exchange, a plain
@@ -36,7 +36,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from typing import Final, NamedTuple
+from typing import Final, NamedTuple, cast
 
 if sys.platform == "win32":  # pragma: no cover - no flock: a byte-range lock on the lock file
     import msvcrt
@@ -112,7 +112,7 @@ def _renameat2() -> Callable[[int, bytes, int, bytes, int], int] | None:
     if call is not None:
         call.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
         call.restype = ctypes.c_int
-        return call  # type: ignore[no-any-return]
+        return cast("Callable[[int, bytes, int, bytes, int], int]", call)
     number = _SYSCALLS.get(platform.machine())
     if number is None:  # pragma: no cover - an architecture without a known number
         return None
@@ -229,7 +229,6 @@ class Session:
         try:
             _write_all(fd, data)
             os.fsync(fd)
-            ours = os.fstat(fd)
         except BaseException:
             os.close(fd)
             self._unlink(temp)
@@ -246,7 +245,7 @@ class Session:
                 return
             # The name now holds ``data``; ``temp`` holds what stood there at the swap.
             if not self._carry_over(version, temp):
-                self._swap_back(temp, data, ours)
+                self._swap_back(temp, version, data)
                 raise Raced
         finally:
             with suppress(FileNotFoundError):
@@ -314,30 +313,41 @@ class Session:
             self._append_raw(extra)
             carried += len(extra)
 
-    def _swap_back(self, temp: bytes, data: bytes, ours: os.stat_result) -> None:
-        """Put the other writer's file back at the name, and keep what was added to ours meanwhile.
+    def _swap_back(self, temp: bytes, version: Version, data: bytes) -> None:
+        """Put the other writer's file back at the name, and keep what was written over ours meanwhile.
 
-        Between the two swaps (microseconds) a shell may have appended to
-        the new file, or an editor saved over it an edit of it: their
-        entries (those not in ``data``) are added to the file put back.
+        In the microseconds between the two swaps a shell may have appended
+        to the new file, or an editor saved over it (an edit of it, or of
+        the file it had read before the first swap): their lines that the
+        file put back lacks (but for those of this change, which is redone)
+        are added to it at once, and again after ``WATCH`` for late writes.
         """
         if not _exchange(self._dirfd, temp, self._name):  # pragma: no cover - it just worked
             raise OSError(errno.EIO, f"{self.name}: could not swap the other writer's file back")
         deadline = time.monotonic() + WATCH
+        this_change = _line_counts(data) - _line_counts(version.data)
+        self._keep_lines(temp, this_change)
         self._sync_directory()
-        time.sleep(max(0.0, deadline - time.monotonic()))  # as in _carry_over: late writes land first
+        time.sleep(max(0.0, deadline - time.monotonic()))
+        self._keep_lines(temp, this_change)
+
+    def _keep_lines(self, temp: bytes, this_change: Counter[bytes]) -> None:
+        """Add to the file at the name the lines of ``temp`` it lacks, but for ``this_change``'s."""
         fd = self._open(temp, os.O_RDONLY)
         try:
             theirs = _read_fd(fd, self.name).data
-            st = os.fstat(fd)
         finally:
             os.close(fd)
-        if (st.st_dev, st.st_ino) == (ours.st_dev, ours.st_ino) and theirs.startswith(data):
-            added = _lines_of(theirs[len(data) :])
-        else:
-            added = _added_lines(data, theirs)
+        lacking = _line_counts(theirs) - _line_counts(self.read().data) - this_change
+        newline = b"\r\n" if theirs.split(b"\n", 1)[0].endswith(b"\r") else b"\n"
+        added = []
+        for line in theirs.splitlines():
+            key = line.rstrip(b"\r")
+            if lacking[key] > 0:
+                lacking[key] -= 1
+                added.append(key + newline)
         if added:
-            self._append_raw(added, after_line_end=True)
+            self._append_raw(b"".join(added), after_line_end=True)
 
     def _append_raw(self, data: bytes, *, after_line_end: bool = False) -> None:
         fd = self._open(self._name, os.O_RDWR | os.O_APPEND)
@@ -371,22 +381,9 @@ def _read_fd(fd: int, name: str) -> Version:
     return Version(b"".join(chunks), _ident(st), stat.S_IMODE(st.st_mode))
 
 
-def _lines_of(data: bytes) -> bytes:
-    """``data``, ending in a line end unless empty."""
-    return data if not data or data.endswith(b"\n") else data + b"\n"
-
-
-def _added_lines(ours: bytes, theirs: bytes) -> bytes:
-    """The lines of ``theirs`` that ``ours`` lacks (each as often as it lacks it), in order."""
-    had = Counter(line.rstrip(b"\r\n") for line in ours.splitlines(keepends=True))
-    kept = []
-    for line in theirs.splitlines(keepends=True):
-        key = line.rstrip(b"\r\n")
-        if had[key]:
-            had[key] -= 1
-        elif key.strip():
-            kept.append(_lines_of(line))
-    return b"".join(kept)
+def _line_counts(data: bytes) -> Counter[bytes]:
+    """How often each line that is not blank is in ``data`` (line ends left out)."""
+    return Counter(line.rstrip(b"\r") for line in data.splitlines() if line.strip())
 
 
 def _write_all(fd: int, data: bytes) -> None:

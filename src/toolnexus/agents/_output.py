@@ -19,7 +19,7 @@ import contextlib
 import os
 import select
 import sys
-from typing import Final, TextIO
+from typing import IO, Final, TextIO, cast
 
 __all__ = ["Output", "WriteFailed", "quiet_stdout", "say", "shown"]
 
@@ -45,7 +45,9 @@ class Output:
     test's captured standard output), whose ``write`` takes all it is given.
     """
 
-    def __init__(self, name: str, fd: int | None, stream: object = None, *, owned: bool = False) -> None:
+    def __init__(
+        self, name: str, fd: int | None, stream: IO[bytes] | None = None, *, owned: bool = False
+    ) -> None:
         self.name = name
         self._fd = fd
         self._stream = stream
@@ -58,7 +60,7 @@ class Output:
         try:
             fd = sys.stdout.fileno()
         except (AttributeError, ValueError, OSError):  # replaced by a stream without one
-            return cls("standard output", None, getattr(sys.stdout, "buffer", sys.stdout))
+            return cls("standard output", None, cast("IO[bytes]", getattr(sys.stdout, "buffer", sys.stdout)))
         return cls("standard output", fd)
 
     @classmethod
@@ -70,8 +72,9 @@ class Output:
     def write(self, data: bytes) -> None:
         """Write all of ``data``; BrokenPipeError if the reader went away, WriteFailed for other errors."""
         if self._fd is None:
-            self._stream.write(data)  # type: ignore[attr-defined]
-            self._stream.flush()  # type: ignore[attr-defined]
+            assert self._stream is not None  # given whenever fd is not
+            self._stream.write(data)
+            self._stream.flush()
             return
         view = memoryview(data)
         while view:

@@ -17,8 +17,8 @@ from functools import cached_property, lru_cache
 from typing import Final, NamedTuple
 
 from ._args import Budget
-from ._budget import NEAR_LIMIT, Cut
-from ._reader import FileRead, Status
+from ._budget import NEAR_LIMIT
+from ._vocabulary import Cut, FileRead, Status
 
 __all__ = [
     "UNUSABLE",
