@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import errno
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -156,3 +160,54 @@ def test_usage_errors_exit_2(home: Path, capsys: Capture, argv: list[str], last_
     assert (code, out) == (2, "")
     assert err.splitlines()[-1] == last_line
     assert list(home.iterdir()) == []
+
+
+def test_a_closed_standard_output_changes_nothing(home: Path) -> None:
+    for argv in (f"memory {home} add note", f"compose {home}", f"check {home}"):
+        done = subprocess.run(
+            f"{sys.executable} -m toolnexus.agents {argv} >&-",
+            shell=True,
+            capture_output=True,
+            check=False,
+        )
+        assert (done.returncode, done.stderr) == (
+            1,
+            b"toolnexus-soul: cannot write to standard output: it is closed\n",
+        )
+    assert list(home.iterdir()) == []
+
+
+def test_a_file_name_that_is_not_utf8(home: Path) -> None:
+    argv: list[str | bytes] = [
+        sys.executable,
+        "-m",
+        "toolnexus.agents",
+        "memory",
+        bytes(home),
+        "--file",
+        b"x\xff.md",
+        "add",
+        "hi",
+    ]
+    done = subprocess.run(argv, capture_output=True, check=False)
+    assert (done.returncode, done.stdout, done.stderr) == (
+        0,
+        "added: x\ufffd.md holds 1 entry, 4 of 2,200 characters\n".encode(),
+        b"",
+    )
+    assert (home / os.fsdecode(b"x\xff.md")).read_bytes() == b"- hi\n"
+
+
+def test_a_lock_that_cannot_be_opened_is_named(home: Path, capsys: Capture) -> None:
+    (home / ".MEMORY.md.lock").mkdir()
+    assert run(["memory", str(home), "add", "x"], capsys) == (
+        1,
+        "",
+        f"toolnexus-soul: {home}/MEMORY.md: {os.strerror(errno.EISDIR)}\n",
+    )
+    assert not (home / "MEMORY.md").exists()
+
+
+def test_list_escapes_what_could_drive_a_terminal(home: Path, capsys: Capture) -> None:
+    (home / "MEMORY.md").write_bytes(b"- red \x1b[31malert\n- tab\tstop\n")
+    assert run(["memory", str(home), "list"], capsys) == (0, "- red \\x1b[31malert\n- tab\\x09stop\n", "")

@@ -62,10 +62,13 @@ def run(args: argparse.Namespace, trouble: str | None) -> int:
         tool = memory_tool(args.dir, file=args.file, limit=args.limit)
     except ValueError as exc:
         args.parser.error(f"argument --file: {exc}")
+    except OSError as exc:  # the home went away since it was looked at, or cannot be opened
+        say(f"{shown(args.dir)}: {exc.strerror or exc}")
+        return EXIT_PROBLEM
     out = Output.stdout()
     try:
         if args.action == "list":
-            out.write("".join(render(entry) for entry in tool.entries()).encode())
+            out.write("".join(_listed(entry) for entry in tool.entries()).encode())
             return EXIT_OK
         if args.action == "add":
             usage = tool.add(args.text)
@@ -74,8 +77,16 @@ def run(args: argparse.Namespace, trouble: str | None) -> int:
         else:
             usage = tool.remove(args.old)
     except MemoryToolError as exc:
-        say(f"{shown(args.dir)}/{shown(tool.file)}: {exc.message}")
+        say(f"{shown(args.dir)}/{shown(tool.file)}: {shown(exc.message)}")
+        return EXIT_PROBLEM
+    except OSError as exc:
+        say(f"{shown(args.dir)}/{shown(tool.file)}: {exc.strerror or exc}")
         return EXIT_PROBLEM
     done = {"add": "added", "replace": "replaced", "remove": "removed"}[args.action]
-    out.write(f"{done}: {tool.holds(usage)}\n".encode())
+    out.write(f"{done}: {shown(tool.holds(usage))}\n".encode())
     return EXIT_OK
+
+
+def _listed(entry: str) -> str:
+    """An entry as ``list`` prints it: rendered, each line with what could drive a terminal escaped."""
+    return "".join(shown(line) + "\n" for line in render(entry).splitlines())

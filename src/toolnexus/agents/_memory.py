@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -23,7 +24,7 @@ from typing import ClassVar, Final, Literal, NamedTuple
 
 from ._args import PathArg, check_files, check_int, dir_bytes
 from ._bodies import body_bounds
-from ._format import MAX_BOOTSTRAP_FILE_BYTES
+from ._format import MAX_BOOTSTRAP_FILE_BYTES, WHITESPACE
 from ._memory_disk import Changed, Disk, Raced, Refused, Session, Version
 from ._memory_format import (
     Entry,
@@ -57,6 +58,15 @@ DEFAULT_LIMITS: Final = {"MEMORY.md": 2200, "USER.md": 1375}
 _DEFAULT_LIMIT: Final = 2200
 _TRIES: Final = 16  # a writer that keeps changing the file between read and swap, this many times, wins
 _START: Final = 40  # characters of an entry shown as its start
+_TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")  # what OpenAI's and Anthropic's APIs accept
+_JSON_TYPES: Final = {
+    type(None): "null",
+    bool: "a boolean",
+    int: "a number",
+    float: "a number",
+    list: "an array",
+    dict: "an object",
+}
 
 
 class MemoryToolError(Exception):
@@ -170,6 +180,27 @@ def _start(text: str) -> str:
     return shown if len(shown) <= _START else shown[: _START - 1] + "…"
 
 
+def _same(text: str) -> str:
+    """What two entries' texts are compared by in a merge: trimmed, ``\r\n`` as ``\n``."""
+    return text.replace("\r\n", "\n").strip(WHITESPACE)
+
+
+def _tool_name(file: str) -> str:
+    """The tool's name for ``file``, as model APIs take names: ``memory``, ``user_memory``..."""
+    if file == "MEMORY.md":
+        return "memory"
+    stem = file.rsplit(".", 1)[0] if "." in file else file
+    stem = re.sub(r"[^a-z0-9_-]+", "_", stem.lower()).strip("_")[: 64 - len("_memory")]
+    return f"{stem}_memory" if stem else "memory"
+
+
+def _brief(value: object) -> str:
+    """A model's value in a message: text shortened, anything else as JSON names it (whatever its size)."""
+    if isinstance(value, str):
+        return repr(value if len(value) <= _START else value[: _START - 1] + "…")
+    return _JSON_TYPES.get(type(value), type(value).__name__)
+
+
 def _used(data: bytes) -> int:
     """Characters of the file's body as the soul holds it (trimmed, decoded)."""
     start, end = body_bounds(data, MAX_BOOTSTRAP_FILE_BYTES)
@@ -183,7 +214,8 @@ class MemoryTool:
         self._disk = Disk(home, file)
         self.file = file
         self.limit = limit
-        self.name = "memory" if file == "MEMORY.md" else f"{file.rsplit('.', 1)[0].lower()}_memory"
+        self.name = _tool_name(file)
+        self._label = _shown(file)  # the name in messages: a name that is not UTF-8 with U+FFFD
 
     def __repr__(self) -> str:
         return f"MemoryTool({self._disk.home!r}, file={self.file!r}, limit={self.limit})"
@@ -236,7 +268,11 @@ class MemoryTool:
             raise TypeError(f"new must be a sequence of entries, not {type(new).__name__}")
         problems: list[str] = []
         checked: list[str] = []
+        as_held = set(snapshot.entries)
         for index, text in enumerate(new):
+            if isinstance(text, str) and text in as_held:  # an entry as the file held it: kept as it is
+                checked.append(text)
+                continue
             try:
                 checked.append(check_text(text, f"new[{index}]"))
             except EntryError as exc:
@@ -244,22 +280,40 @@ class MemoryTool:
         outcome: dict[str, tuple[str, ...]] = {}
 
         def merge(text: str) -> str:
-            now = [_shown(entry.text) for entry in entries(text)]
-            added = Counter(now) - Counter(snapshot.entries)
-            removed = Counter(snapshot.entries) - Counter(now)
-            merged, dropped = [], []
-            for entry in checked:
-                if removed[entry] > 0:
-                    removed[entry] -= 1
-                    dropped.append(entry)
+            now = entries(text)
+            shown = [_shown(entry.text) for entry in now]
+            before = Counter(map(_same, snapshot.entries))
+            added = Counter(map(_same, shown)) - before
+            removed = before - Counter(map(_same, shown))
+            in_file: dict[str, list[Entry]] = {}
+            for entry, seen in zip(now, shown, strict=True):
+                in_file.setdefault(_same(seen), []).append(entry)
+            merged: list[Entry | str] = []
+            dropped = []
+            for entry_text in checked:
+                same = _same(entry_text)
+                if removed[same] > 0:
+                    removed[same] -= 1
+                    dropped.append(entry_text)
+                elif in_file.get(same):  # unchanged: the file's own lines, byte for byte
+                    merged.append(in_file[same].pop(0))
                 else:
-                    merged.append(entry)
+                    merged.append(entry_text)
             kept = []
-            for entry in now:
-                if added[entry] > 0:
-                    added[entry] -= 1
+            for entry, seen in zip(now, shown, strict=True):
+                if added[_same(seen)] > 0:
+                    added[_same(seen)] -= 1
                     kept.append(entry)
-            outcome.update(kept=tuple(kept), dropped=tuple(dropped), unmatched=tuple(removed.elements()))
+            unmatched = []
+            for entry_text in snapshot.entries:
+                if removed[_same(entry_text)] > 0:
+                    removed[_same(entry_text)] -= 1
+                    unmatched.append(entry_text)
+            outcome.update(
+                kept=tuple(_shown(entry.text) for entry in kept),
+                dropped=tuple(dropped),
+                unmatched=tuple(unmatched),
+            )
             return with_entries(text, [*merged, *kept])
 
         if problems:
@@ -288,13 +342,14 @@ class MemoryTool:
     def description(self) -> str:
         """What the tool tells a model about itself."""
         return (
-            f"Your long-term memory: short notes kept in {self.file}, which is part of your system prompt at "
-            "the start of every session. A change you make now shows in your prompt from the next session, "
-            "not in this one. Keep durable facts worth remembering (the user's preferences, decisions, "
-            "lessons learned), one short fact per entry. Actions: 'add' a new entry (content); 'replace' the "
-            "one entry holding old_text, a short piece of its text, by content; 'remove' the one entry "
-            f"holding old_text. The memory holds at most {self.limit:,} characters: when it is full, "
-            "replace or remove entries (merge or shorten them) before adding."
+            f"Your long-term memory: short notes kept in {self._label}, which is part of your system "
+            "prompt at the start of every session. A change you make now shows in your prompt from the "
+            "next session, not in this one. Keep durable facts worth remembering (the user's "
+            "preferences, decisions, lessons learned), one short fact per entry. Actions: 'add' a new "
+            "entry (content); 'replace' the one entry holding old_text, a short piece of its text, by "
+            f"content; 'remove' the one entry holding old_text. The memory holds at most {self.limit:,} "
+            "characters: when it is full, replace or remove entries (merge or shorten them) before "
+            "adding."
         )
 
     def parameters(self) -> dict[str, object]:
@@ -325,8 +380,12 @@ class MemoryTool:
     ) -> dict[str, object]:
         """The tool as a model's API takes it: ``"openai"`` (function calling), ``"anthropic"`` (tool use)."""
         tool_name = self.name if name is None else name
-        if not isinstance(tool_name, str) or not tool_name:
-            raise TypeError("name must be a non-empty str")
+        if not isinstance(tool_name, str):
+            raise TypeError(f"name must be a str, not {type(tool_name).__name__}")
+        if not _TOOL_NAME.fullmatch(tool_name):
+            raise ValueError(
+                f"name must be 1 to 64 letters, digits, '_' or '-' (what model APIs take), not {tool_name!r}"
+            )
         if style == "openai":
             function = {"name": tool_name, "description": self.description(), "parameters": self.parameters()}
             return {"type": "function", "function": function}
@@ -365,10 +424,10 @@ class MemoryTool:
 
     def _run(self, parsed: dict[str, object]) -> MemoryUsage:
         action = parsed.get("action")
-        unknown = sorted(set(parsed) - {"action", "content", "old_text"})
+        unknown = [key for key in parsed if key not in ("action", "content", "old_text")]
         if unknown:
             raise InvalidEntry(
-                f"unknown argument {unknown[0]!r}: the arguments are action, content and old_text"
+                f"unknown argument {_brief(unknown[0])}: the arguments are action, content and old_text"
             )
         if action == "add":
             return self.add(_argument(parsed, "content"))
@@ -376,7 +435,7 @@ class MemoryTool:
             return self.replace(_argument(parsed, "old_text"), _argument(parsed, "content"))
         if action == "remove":
             return self.remove(_argument(parsed, "old_text"))
-        raise InvalidEntry(f"action must be 'add', 'replace' or 'remove', not {action!r}")
+        raise InvalidEntry(f"action must be 'add', 'replace' or 'remove', not {_brief(action)}")
 
     def _failure(self, action: object, code: str, message: str, exc: Exception) -> dict[str, object]:
         result: dict[str, object] = {"ok": False, "action": action if isinstance(action, str) else None}
@@ -398,7 +457,7 @@ class MemoryTool:
     def holds(self, usage: MemoryUsage) -> str:
         """What the file holds, in words: ``MEMORY.md holds 4 entries, 171 of 2,200 characters``."""
         size = f"{usage.used:,} of {usage.limit:,} characters"
-        return f"{self.file} holds {entries_phrase(usage.entries)}, {size}"
+        return f"{self._label} holds {entries_phrase(usage.entries)}, {size}"
 
     # ---- async, for asyncio hosts: the work runs in a thread ----------------------------
 
@@ -455,7 +514,7 @@ class MemoryTool:
         if not isinstance(old, str):
             raise InvalidEntry(f"old_text must be text, not {type(old).__name__}")
         needle = old.replace("\r\n", "\n")
-        if not needle.strip():
+        if not needle:
             raise InvalidEntry("old_text is empty: give a short piece of the entry's text")
         return needle
 
@@ -463,8 +522,8 @@ class MemoryTool:
     def _find(text: str, needle: str) -> Entry:
         found = entries(text)
         matches = [entry for entry in found if needle in _shown(entry.text)]
-        if len(matches) == 1:
-            return matches[0]
+        if matches and all(entry.text == matches[0].text for entry in matches):
+            return matches[0]  # one entry, or copies of one: the first
         if not matches:
             starts = [_start(entry.text) for entry in found]
             raise NoMatch(
@@ -492,7 +551,7 @@ class MemoryTool:
             longest = sorted((e.text for e in entries(before)), key=len, reverse=True)[:3]
             grow = f"Adding {len(entry):,} characters" if entry is not None else "This change"
             raise MemoryFull(
-                f"{grow} would take {self.file} to {used_after:,} of its {self.limit:,} characters. "
+                f"{grow} would take {self._label} to {used_after:,} of its {self.limit:,} characters. "
                 "Replace or remove entries first (merge or shorten them); the longest start: "
                 + "; ".join(repr(_start(text)) for text in longest)
                 + ".",
@@ -500,8 +559,8 @@ class MemoryTool:
             )
         if len(new) > MAX_BOOTSTRAP_FILE_BYTES and len(new) > len(old):
             raise MemoryFull(
-                f"This change would take {self.file} past {MAX_BOOTSTRAP_FILE_BYTES:,} bytes, where the soul "
-                "would cut it. Remove entries first.",
+                f"This change would take {self._label} past {MAX_BOOTSTRAP_FILE_BYTES:,} bytes, where the "
+                "soul would cut it. Remove entries first.",
                 [],
             )
 
@@ -518,7 +577,7 @@ class MemoryTool:
                 except (Changed, Raced):
                     continue  # another writer's save came first: redo the change on it
                 return self._usage_of(session.read().data)
-            raise MemoryRefused(f"{self.file} kept changing while it was rewritten: try again")
+            raise MemoryRefused(f"{self._label} kept changing while it was rewritten: try again")
 
     def _usage_of(self, data: bytes) -> MemoryUsage:
         return MemoryUsage(len(entries(_decode(data))), _used(data), self.limit)
@@ -531,8 +590,10 @@ def _arguments(arguments: object) -> dict[str, object]:
             arguments = json.loads(arguments)
         except ValueError as exc:
             raise InvalidEntry(f"the arguments are not JSON: {exc}") from None
+        except RecursionError:
+            raise InvalidEntry("the arguments are not JSON this tool can take: nested too deeply") from None
     if not isinstance(arguments, Mapping):
-        raise InvalidEntry(f"the arguments must be an object, not {type(arguments).__name__}")
+        raise InvalidEntry(f"the arguments must be an object, not {_brief(arguments)}")
     return dict(arguments)
 
 
@@ -551,8 +612,9 @@ def memory_tool(dir: PathArg, *, file: str = "MEMORY.md", limit: int | None = No
     ``limit`` is the most characters the file may hold, as the soul holds it
     (trimmed): 2,200 for ``MEMORY.md`` and 1,375 for ``USER.md`` when None,
     2,200 for any other name. ``file`` is a plain name, checked as
-    ``files=`` is. The home must exist; the tool writes only inside it, and
-    refuses to once its path leads to another directory.
+    ``files=`` is, that does not start with ``.``. The home must exist;
+    the tool writes only inside it, and refuses to once its path leads to
+    another directory.
     """
     path = dir_bytes(dir)
     if not isinstance(file, str):
@@ -561,5 +623,7 @@ def memory_tool(dir: PathArg, *, file: str = "MEMORY.md", limit: int | None = No
         (name,) = check_files([file])
     except ValueError:
         raise ValueError(f"file must be a plain file name, not {file!r}") from None
+    if name.startswith("."):  # the tool's own lock and temporary files are named so
+        raise ValueError(f"file must not start with '.', as {file!r} does: the tool's own files do")
     size = DEFAULT_LIMITS.get(name, _DEFAULT_LIMIT) if limit is None else check_int(limit, "limit", 1)
     return MemoryTool(path, name, size)

@@ -33,6 +33,7 @@ import secrets
 import stat
 import sys
 import time
+import weakref
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -214,6 +215,8 @@ class Session:
                 raise Refused(
                     errno.ELOOP, f"{self.name} is a symlink: the memory tool writes only a file of its own"
                 ) from None
+            if exc.errno in (errno.ENXIO, errno.EOPNOTSUPP):  # a socket, or a device without a driver
+                raise Refused(exc.errno, f"{self.name} is not a regular file") from None
             raise
         try:
             return _read_fd(fd, self.name)
@@ -393,64 +396,67 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 class Disk:
-    """One memory file of one home, as the tool found the home when it was made."""
+    """One memory file of one home, as the tool found the home when it was made.
+
+    The home's directory stays open while the ``Disk`` lives (one
+    descriptor, closed when it is collected): every operation works in
+    that directory, and refuses if the home's path has come to lead
+    elsewhere. Held open, the directory's inode cannot be reused by a
+    directory made again at the same path.
+    """
 
     def __init__(self, home: bytes, name: str) -> None:
-        st = os.stat(home)  # FileNotFoundError: no such home
-        if not stat.S_ISDIR(st.st_mode):
-            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), os.fsdecode(home))
         self.home = home
         self.name = name
+        if _HAVE_DIR_FD:
+            fd = os.open(home, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+            self._dirfd = fd
+            weakref.finalize(self, os.close, fd)
+            st = os.fstat(fd)
+        else:  # pragma: no cover - Windows: paths, and a check by stat
+            self._dirfd = -1
+            st = os.stat(home)
+            if not stat.S_ISDIR(st.st_mode):
+                raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), os.fsdecode(home))
         self._pinned = (st.st_dev, st.st_ino)
 
     @contextmanager
     def session(self) -> Iterator[Session]:
         """The memory file, locked for this operation alone."""
-        dirfd = self._open_home()
+        self._check_home()
+        lock = self._lock()
         try:
-            lock = self._lock(dirfd)
-            try:
-                session = Session(dirfd, self.home, self.name)
-                session.clean()
-                yield session
-            finally:
-                os.close(lock)  # releases the lock
+            session = Session(self._dirfd, self.home, self.name)
+            session.clean()
+            yield session
         finally:
-            if dirfd >= 0:
-                os.close(dirfd)
+            os.close(lock)  # releases the lock
 
     def read(self) -> Version:
-        """The file as it is now, without the lock (every write replaces or appends whole)."""
-        dirfd = self._open_home()
-        try:
-            return Session(dirfd, self.home, self.name).read()
-        finally:
-            if dirfd >= 0:
-                os.close(dirfd)
+        """The file as it is now, without the lock (every write replaces it whole)."""
+        self._check_home()
+        return Session(self._dirfd, self.home, self.name).read()
 
-    def _open_home(self) -> int:
-        """The home's directory descriptor (-1 where there is none), if it is still the home."""
-        if not _HAVE_DIR_FD:  # pragma: no cover - Windows: paths, and a check by stat
+    def _check_home(self) -> None:
+        """Refuse if the home's path no longer leads to the directory the tool was made for."""
+        try:
             st = os.stat(self.home)
-        else:
-            fd = os.open(self.home, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
-            st = os.fstat(fd)
-        if (st.st_dev, st.st_ino) != self._pinned:
-            if _HAVE_DIR_FD:
-                os.close(fd)
+        except FileNotFoundError:
+            st = None
+        if st is None or (st.st_dev, st.st_ino) != self._pinned:
             raise Refused(
                 errno.EXDEV,
                 f"{os.fsdecode(self.home)} is no longer the directory this memory tool was made for",
             )
-        return fd if _HAVE_DIR_FD else -1
 
-    def _lock(self, dirfd: int) -> int:
+    def _lock(self) -> int:
         name = os.fsencode(f".{self.name}.lock")
+        flags = os.O_RDWR | os.O_CREAT | _FLAGS
         try:
-            if dirfd >= 0:
-                fd = os.open(name, os.O_RDWR | os.O_CREAT | _FLAGS, 0o644, dir_fd=dirfd)
+            if self._dirfd >= 0:
+                fd = os.open(name, flags, 0o644, dir_fd=self._dirfd)
             else:  # pragma: no cover - Windows
-                fd = os.open(os.path.join(self.home, name), os.O_RDWR | os.O_CREAT | _FLAGS, 0o644)
+                fd = os.open(os.path.join(self.home, name), flags, 0o644)
         except OSError as exc:
             if exc.errno in (errno.ELOOP, errno.EMLINK):
                 raise Refused(exc.errno, f".{self.name}.lock is a symlink") from None

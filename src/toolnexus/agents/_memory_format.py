@@ -12,6 +12,8 @@ import itertools
 from collections.abc import Sequence
 from typing import Final, NamedTuple
 
+from ._format import WHITESPACE
+
 __all__ = [
     "Entry",
     "EntryError",
@@ -27,8 +29,12 @@ __all__ = [
 BULLET: Final = "- "
 INDENT: Final = "  "
 # Characters an entry may not hold: C0 controls but tab and newline, DEL,
-# C1 controls, and line and paragraph separators (which start lines too).
-_REFUSED: Final = frozenset([*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0), 0x2028, 0x2029])
+# C1 controls, line and paragraph separators (which start lines too), and
+# surrogates (no character: a lone one would be written as the raw bytes
+# it escapes, unchecked).
+_REFUSED: Final = frozenset(
+    [*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0), 0x2028, 0x2029, *range(0xD800, 0xE000)]
+)
 
 
 class EntryError(ValueError):
@@ -44,15 +50,19 @@ class Entry(NamedTuple):
 
 
 def _lines(text: str) -> list[tuple[int, int, str]]:
-    """Each line as (start, end past its line end, the line without its line end)."""
+    """Each line as (start, end past its line end, the line without its line end).
+
+    A byte order mark at the start of the file is not part of its first line.
+    """
     lines = []
-    at = 0
+    at = 1 if text.startswith("\ufeff") else 0
     while at < len(text):
         newline = text.find("\n", at)
-        end = len(text) if newline < 0 else newline + 1
-        body = text[at:newline] if newline >= 0 else text[at:]
-        lines.append((at, end, body.removesuffix("\r")))
-        at = end
+        if newline < 0:  # the last line, without a line end: a \r there is its own
+            lines.append((at, len(text), text[at:]))
+            break
+        lines.append((at, newline + 1, text[at:newline].removesuffix("\r")))
+        at = newline + 1
     return lines
 
 
@@ -93,13 +103,15 @@ def check_text(text: object, what: str = "content") -> str:
     """
     if not isinstance(text, str):
         raise EntryError(f"{what} must be text, not {type(text).__name__}")
-    text = text.replace("\r\n", "\n").strip()
+    text = text.replace("\r\n", "\n").strip(WHITESPACE)
     if not text:
         raise EntryError(f"{what} is empty: an entry needs some text")
-    bad = next((char for char in text if ord(char) in _REFUSED), None)
+    bad = next((ord(char) for char in text if ord(char) in _REFUSED), None)
+    if bad is not None and 0xD800 <= bad < 0xE000:
+        raise EntryError(f"{what} holds a lone surrogate (U+{bad:04X}), which is no character")
     if bad is not None:
-        raise EntryError(f"{what} holds a control character (U+{ord(bad):04X}), which an entry may not")
-    if "\n\n" in text or any(not line.strip() for line in text.split("\n")):
+        raise EntryError(f"{what} holds a control character (U+{bad:04X}), which an entry may not")
+    if any(not line.strip(WHITESPACE) for line in text.split("\n")):
         raise EntryError(f"{what} holds a blank line: an entry is one paragraph")
     return text
 
@@ -130,19 +142,29 @@ def with_entry_replaced(text: str, entry: Entry, new: str | None) -> str:
     return text[: entry.start] + replacement + text[entry.end :]
 
 
-def with_entries(text: str, new: Sequence[str]) -> str:
+def with_entries(text: str, new: Sequence[Entry | str]) -> str:
     """The file's text with all its entries replaced by ``new``: where the first stood, or at the end.
 
-    Other text stays where it is, byte for byte.
+    An ``Entry`` of ``text`` in ``new`` is copied as the file holds it, byte
+    for byte (with a line end if it was the last line and had none); a
+    ``str`` is rendered. Other text stays where it is, byte for byte.
     """
     old = entries(text)
-    block = "".join(render(entry, newline_of(text)) for entry in new)
+    newline = newline_of(text)
+    block = "".join(
+        _kept(text, item, newline) if isinstance(item, Entry) else render(item, newline) for item in new
+    )
     if not old:
         if block and text and not text.endswith("\n"):
-            text += newline_of(text)
+            text += newline
         return text + block
     pieces = [text[: old[0].start], block]
     for previous, entry in itertools.pairwise(old):
         pieces.append(text[previous.end : entry.start])
     pieces.append(text[old[-1].end :])
     return "".join(pieces)
+
+
+def _kept(text: str, entry: Entry, newline: str) -> str:
+    lines = text[entry.start : entry.end]
+    return lines if lines.endswith("\n") else lines + newline

@@ -55,7 +55,9 @@ class Output:
 
     @classmethod
     def stdout(cls) -> Output:
-        """Standard output, after whatever Python's own stream still holds."""
+        """Standard output, after whatever Python's own stream still holds; WriteFailed if it is closed."""
+        if sys.stdout is None:  # descriptor 1 was closed at start-up: it may be any file's now
+            raise WriteFailed("cannot write to standard output: it is closed")
         sys.stdout.flush()
         try:
             fd = sys.stdout.fileno()

@@ -458,7 +458,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             status = _run(sys.argv[1:] if argv is None else argv)
         except SystemExit as exc:  # argparse: --help (0), or a usage error (2)
             status = exc.code if isinstance(exc.code, int) else EXIT_USAGE
-        sys.stdout.flush()  # what argparse printed (help, usage) is written, or fails, here
+        if sys.stdout is not None:  # None: closed at start-up (a command's Output says so)
+            sys.stdout.flush()  # what argparse printed (help, usage) is written, or fails, here
     except BrokenPipeError:
         quiet_stdout()
         return EXIT_PIPE
