@@ -26,7 +26,7 @@ from toolnexus.agents import (
     MAX_BOOTSTRAP_FILE_BYTES,
     Budget,
     SoulCache,
-    _cache,
+    _fresh_stat,
     _reader,
     compose,
     compose_many,
@@ -116,8 +116,8 @@ def test_many(
     elif how.startswith("warm cache"):
         # The files were just written: move the cache's clock past the racy
         # window instead of sleeping, so that warm stat-validated calls are hits.
-        real = _cache._clock
-        monkeypatch.setattr(_cache, "_clock", lambda: real() + 10 * _cache.RACY_WINDOW_NS)
+        real = _fresh_stat._clock
+        monkeypatch.setattr(_fresh_stat, "_clock", lambda: real() + 10 * _fresh_stat.RACY_WINDOW_NS)
         cache = SoulCache(maxsize=len(dirs), validate="stat" if how.endswith("stat") else "auto")
         _over(cache.compose, dirs)()
         benchmark(_over(cache.compose, dirs))

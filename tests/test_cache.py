@@ -19,22 +19,22 @@ from pathlib import Path
 import pytest
 
 from conftest import Writer, make_homes
-from toolnexus.agents import BootstrapFileError, CacheStats, SoulCache, Validate, _cache, compose
+from toolnexus.agents import BootstrapFileError, CacheStats, SoulCache, Validate, _fresh_stat, compose
 
 
 @pytest.fixture
 def aged(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make every file look old enough to trust: the cache's clock runs 10 s ahead."""
     real = time.time_ns
-    monkeypatch.setattr(_cache, "_clock", lambda: real() + 10_000_000_000)
+    monkeypatch.setattr(_fresh_stat, "_clock", lambda: real() + 10_000_000_000)
 
 
 @pytest.fixture
 def no_racy_window(monkeypatch: pytest.MonkeyPatch) -> None:
     """Only the signature decides: shows that it alone sees each change."""
-    monkeypatch.setattr(_cache, "RACY_WINDOW_NS", 0)
+    monkeypatch.setattr(_fresh_stat, "RACY_WINDOW_NS", 0)
     real = time.time_ns
-    monkeypatch.setattr(_cache, "_clock", lambda: real() + 10_000_000_000)
+    monkeypatch.setattr(_fresh_stat, "_clock", lambda: real() + 10_000_000_000)
 
 
 def tick() -> None:

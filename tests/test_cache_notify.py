@@ -227,7 +227,7 @@ def overflowing_cache(monkeypatch: pytest.MonkeyPatch) -> SoulCache:
         saved = limit.read_text()
         limit.write_text("16\n")  # read when a queue is made: only this cache's queue is small
         try:
-            cache._open_watcher()
+            cache._notifications._open(_reader.notifier)
         finally:
             limit.write_text(saved)
     return cache
@@ -379,8 +379,8 @@ def test_evicted_homes_stop_being_watched(tmp_path: Path) -> None:
     cache = SoulCache(maxsize=2, validate="notify")
     for home in make_homes(tmp_path, 10):
         cache.compose(home)
-    assert cache._watcher is not None
-    assert cache._watcher.homes == 2
+    assert cache._notifications.watcher is not None
+    assert cache._notifications.watcher.homes == 2
     cache.close()
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 from pathlib import Path
 
@@ -47,8 +46,12 @@ def test_soul_is_immutable_and_comparable(home: Path, write: Writer) -> None:
     second = compose(home)
     assert first == second
     assert hash(first) == hash(second)
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        first.text = "changed"  # type: ignore[misc]
+    with pytest.raises(AttributeError, match=r"^Soul is immutable: cannot set 'text'$"):
+        first.text = "changed"
+    with pytest.raises(AttributeError, match=r"^Soul is immutable: cannot delete 'found'$"):
+        del first.found
+    with pytest.raises(AttributeError):
+        first.anything = 1
     with pytest.raises(AttributeError):
         first.files[1].size = 0  # type: ignore[misc]
     assert isinstance(first.found, tuple)

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from ._args import Budget, Keep, SymlinkPolicy
 from ._budget import NEAR_LIMIT
-from ._cache import RACY_WINDOW_NS, CacheStats, NotificationError, SoulCache, Validate
+from ._cache import CacheStats, NotificationError, SoulCache, Validate
 from ._compose import compose, compose_soul
 from ._format import BOOTSTRAP_ORDER, MAX_BOOTSTRAP_FILE_BYTES, truncation_notice
+from ._fresh_stat import RACY_WINDOW_NS
 from ._many import acompose, acompose_soul, compose_many
 from ._memory import (
     AmbiguousMatch,

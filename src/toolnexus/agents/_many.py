@@ -110,10 +110,10 @@ def compose_many(
     pool = executor if executor is not None else _POOLS.get(workers or os.cpu_count() or 1)
     if cache is None:
         return _run(pool, _chunks(paths), options, compose_homes)
-    paths = [cache.home(path) for path in paths]
-    found = [cache.lookup(path, options) for path in paths]
+    paths = [cache._home(path) for path in paths]
+    found = [cache._lookup(path, options) for path in paths]
     missing = [path for path, soul in zip(paths, found, strict=True) if soul is None]
-    fresh = iter(_run(pool, _chunks(missing), options, cache.compose_missing) if missing else ())
+    fresh = iter(_run(pool, _chunks(missing), options, cache._compose_missing) if missing else ())
     souls = [soul if soul is not None else next(fresh) for soul in found]
     if strict:
         for path, soul in zip(paths, souls, strict=True):
@@ -188,8 +188,8 @@ async def acompose(
         if not isinstance(cache, SoulCache):
             raise TypeError(f"cache must be a SoulCache or None, not {type(cache).__name__}")
         options = check_options(max_file_bytes, symlinks, strict, files, budget)
-        path = cache.home(dir_bytes(dir))
-        soul = cache.lookup(path, options, stat=False)
+        path = cache._home(dir_bytes(dir))
+        soul = cache._lookup(path, options, stat=False)
         if soul is not None:
             if strict:
                 raise_if_unusable(path, soul.files)

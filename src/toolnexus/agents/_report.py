@@ -12,8 +12,7 @@ import hashlib
 import os
 import stat
 from collections.abc import Sequence
-from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import lru_cache
 from typing import Final, NamedTuple
 
 from ._args import Budget
@@ -106,7 +105,6 @@ class FileReport(NamedTuple):
         }
 
 
-@dataclass(frozen=True, init=False, eq=False, repr=False)
 class Soul:
     """A composed soul with the full per-file report.
 
@@ -120,15 +118,29 @@ class Soul:
     the text does not pay for them.
     """
 
+    __slots__ = (
+        "_digest",
+        "_files",
+        "_source",
+        "budget",
+        "found",
+        "max_file_bytes",
+        "symlinks",
+        "text",
+        "used",
+    )
+
     text: str
     found: tuple[str, ...]
     max_file_bytes: int
     symlinks: str
-    budget: Budget | None = None
-    used: int | None = None
-    # Where ``files`` comes from when it was not given: each name, what the
+    budget: Budget | None
+    used: int | None
+    _files: tuple[FileReport, ...] | None
+    # Where ``files`` comes from until it is made: each name, what the
     # reader found there, and what the budget did to it.
-    _source: tuple[Sequence[str], Sequence[FileRead], Sequence[Cut | None] | None] | None = None
+    _source: tuple[Sequence[str], Sequence[FileRead], Sequence[Cut | None] | None] | None
+    _digest: str | None
 
     def __init__(
         self,
@@ -141,15 +153,7 @@ class Soul:
         budget: Budget | None = None,
         used: int | None = None,
     ) -> None:
-        self.__dict__.update(
-            text=text,
-            found=found,
-            files=files,
-            max_file_bytes=max_file_bytes,
-            symlinks=symlinks,
-            budget=budget,
-            used=used,
-        )
+        _fill(self, text, found, max_file_bytes, symlinks, budget, used, files, None)
 
     @classmethod
     def of_reads(
@@ -167,30 +171,34 @@ class Soul:
     ) -> Soul:
         """The soul, with its reports still to be made from the reader's results."""
         soul = cls.__new__(cls)
-        # Straight into __dict__: a frozen dataclass's own __init__ would cost
-        # more than the rest of composing a small home.
-        soul.__dict__.update(
-            text=text,
-            found=found,
-            max_file_bytes=max_file_bytes,
-            symlinks=symlinks,
-            budget=budget,
-            used=used,
-            _source=(names, reads, cuts),
-        )
+        _fill(soul, text, found, max_file_bytes, symlinks, budget, used, None, (names, reads, cuts))
         return soul
 
-    @cached_property
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Soul is immutable: cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"Soul is immutable: cannot delete {name!r}")
+
+    @property
     def files(self) -> tuple[FileReport, ...]:
         """One ``FileReport`` per name, in order."""
-        assert self._source is not None  # set whenever files was not given
-        names, reads, cuts = self._source
-        return file_reports(names, reads, self.symlinks, cuts)
+        files = self._files
+        if files is None:
+            assert self._source is not None  # set whenever files was not given
+            names, reads, cuts = self._source
+            files = file_reports(names, reads, self.symlinks, cuts)
+            _set(self, "_files", files)  # two threads may both make it: the same reports
+        return files
 
-    @cached_property
+    @property
     def digest(self) -> str:
         """Hex SHA-256 of ``text`` encoded as UTF-8 (computed on first use)."""
-        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+        digest = self._digest
+        if digest is None:
+            digest = hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+            _set(self, "_digest", digest)
+        return digest
 
     @property
     def truncated(self) -> tuple[str, ...]:
@@ -247,6 +255,31 @@ class Soul:
             "symlinks": self.symlinks,
             "files": [f.as_dict() for f in self.files],
         }
+
+
+_set = object.__setattr__  # a Soul's own writes, past its __setattr__
+
+
+def _fill(  # noqa: PLR0917 - every slot of a Soul, once
+    soul: Soul,
+    text: str,
+    found: tuple[str, ...],
+    max_file_bytes: int,
+    symlinks: str,
+    budget: Budget | None,
+    used: int | None,
+    files: tuple[FileReport, ...] | None,
+    source: tuple[Sequence[str], Sequence[FileRead], Sequence[Cut | None] | None] | None,
+) -> None:
+    _set(soul, "text", text)
+    _set(soul, "found", found)
+    _set(soul, "max_file_bytes", max_file_bytes)
+    _set(soul, "symlinks", symlinks)
+    _set(soul, "budget", budget)
+    _set(soul, "used", used)
+    _set(soul, "_files", files)
+    _set(soul, "_source", source)
+    _set(soul, "_digest", None)
 
 
 def _budget_dict(budget: Budget) -> dict[str, object]:

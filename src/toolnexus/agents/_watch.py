@@ -30,7 +30,7 @@ import os
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from types import ModuleType
-from typing import Final
+from typing import Final, NamedTuple
 
 __all__ = ["UNRELIABLE_FILESYSTEMS", "Unwatchable", "Watcher"]
 
@@ -93,6 +93,15 @@ _NOT_THERE = frozenset({errno.ENOENT, errno.ENOTDIR, errno.ELOOP})
 Registration = tuple[int, bytes]  # (watch descriptor, entry name; b"" for the watched inode itself)
 
 
+class _Known(NamedTuple):
+    """A watch made through a path, and the inode the path led to then."""
+
+    dev: int
+    ino: int
+    wd: int
+    mask: int
+
+
 class Unwatchable(Exception):
     """A home that notification cannot keep fresh; the message says why."""
 
@@ -130,7 +139,7 @@ class Watcher:
         # watch again costs little for a file, but for a directory the kernel
         # walks every entry in it (milliseconds for a parent of many homes), so
         # a path still leading to the same inode is not watched again.
-        self._known: dict[bytes, tuple[int, int, int, int]] = {}
+        self._known: dict[bytes, _Known] = {}
         self._known_by_wd: dict[int, set[bytes]] = {}  # the paths of _known, per wd
 
     # -- kernel calls: under the cache's watch lock --------------------------
@@ -170,20 +179,21 @@ class Watcher:
         gone |= dead
         for wd in gone:
             for path in self._known_by_wd.pop(wd, ()):
-                if self._known.get(path, (0, 0, wd))[2] == wd:
-                    del self._known[path]
+                known = self._known.get(path)
+                if known is None or known.wd == wd:
+                    self._known.pop(path, None)
 
     def _add(self, path: bytes, mask: int) -> int:
         """Watch ``path`` (a directory: ``mask`` has IN_ONLYDIR), unless it still leads where it did."""
         before = self._inode(path)
         known = self._known.get(path)
-        same = known is not None and known[:2] == before
-        if same and known is not None and known[3] & mask == mask and known[2] not in self._dead:
-            return known[2]
+        same = known if known is not None and (known.dev, known.ino) == before else None
+        if same is not None and same.mask & mask == mask and same.wd not in self._dead:
+            return same.wd
         wd = self._add_watch(path, mask)
         # Remembered only if the path led to one inode throughout.
         if self._inode(path) == before:
-            self._known[path] = (*before, wd, mask | (known[3] if same and known is not None else 0))
+            self._known[path] = _Known(*before, wd, mask | (same.mask if same is not None else 0))
             self._known_by_wd.setdefault(wd, set()).add(path)
         else:
             self._known.pop(path, None)
