@@ -309,9 +309,8 @@ def _body(data: bytes | bytearray, cap: int) -> str:
     (see ``_bodies``), and both run in C. A leading U+FEFF can only be the
     BOM's bytes.
     """
-    if len(data) > cap:
-        data = data[: back_off(data, cap)]
-    return str(data, "utf-8", "replace").removeprefix("\ufeff").strip(WHITESPACE)
+    body = data if len(data) <= cap else memoryview(data)[: back_off(data, cap)]  # cut, not copied
+    return str(body, "utf-8", "replace").removeprefix("\ufeff").strip(WHITESPACE)
 
 
 def _open_dir(directory: bytes) -> int | FileRead:
