@@ -48,6 +48,11 @@ def marker(name: str, left_out: int) -> str:
         ({"keep": "tail"}, ValueError, "Budget.keep must be 'head+tail' or 'head', got 'tail'"),
         ({"keep": None}, TypeError, "Budget.keep must be a str, not NoneType"),
         ({"count": 3}, TypeError, "Budget.count must be callable, not int"),
+        (
+            {"count": lambda text: len(text) + 1},
+            ValueError,
+            "Budget.count must measure the empty text as 0, got 1",
+        ),
     ],
 )
 def test_bad_budgets_name_the_field(kwargs: dict[str, object], error: type[Exception], message: str) -> None:
@@ -111,6 +116,29 @@ def test_files_choose_and_order(home: Path, write: Writer) -> None:
         (["a/b.md"], ValueError, "files must hold plain file names, not 'a/b.md'"),
         (["/etc/passwd"], ValueError, "files must hold plain file names, not '/etc/passwd'"),
         (["a\0b"], ValueError, "files must hold plain file names, not 'a\\x00b'"),
+        (
+            ["x\n\n## SOUL.md"],
+            ValueError,
+            "files must hold names that can head a section, not 'x\\n\\n## SOUL.md':"
+            " it holds a control character",
+        ),
+        (
+            ["a\x85b", "c"],
+            ValueError,
+            "files must hold names that can head a section, not 'a\\x85b': it holds a control character",
+        ),
+        (
+            ["a\u2028b"],
+            ValueError,
+            "files must hold names that can head a section, not 'a\\u2028b':"
+            " it holds a line or paragraph separator",
+        ),
+        (
+            ["c\udcffd"],
+            ValueError,
+            "files must hold names that can head a section, not 'c\\udcffd':"
+            " it holds a byte that is not UTF-8",
+        ),
         (
             ["SOUL.md", "USER.md", "SOUL.md"],
             ValueError,

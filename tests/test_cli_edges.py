@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import errno
 import io
 import json
 import os
@@ -169,6 +170,22 @@ def test_batch_reports_a_missing_directory(tmp_path: Path, capsys: Capture) -> N
     ]
 
 
+def test_batch_gives_the_systems_words_for_other_homes(tmp_path: Path, capsys: Capture) -> None:
+    loop, long = tmp_path / "loop", tmp_path / ("a" * 300)
+    loop.symlink_to(loop)
+    code, out, _ = run(["batch", str(loop), str(long), "--no-text"], capsys)
+    assert code == 1
+    assert [json.loads(line) for line in out.splitlines()] == [
+        {"dir": str(loop), "error": os.strerror(errno.ELOOP).lower()},
+        {"dir": str(long), "error": os.strerror(errno.ENAMETOOLONG).lower()},
+    ]
+    assert run(["compose", str(loop)], capsys) == (
+        1,
+        "",
+        f"toolnexus-soul: {loop}: {os.strerror(errno.ELOOP).lower()}\n",
+    )
+
+
 def test_an_empty_directory_is_no_error(home: Path, capsys: Capture) -> None:
     assert run(["compose", str(home)], capsys) == (0, "", "")
     code, out, _ = run(["batch", str(home), "--no-text"], capsys)
@@ -301,14 +318,14 @@ def test_a_home_that_cannot_be_searched_is_an_error() -> None:
 def test_control_characters_in_names_are_escaped(tmp_path: Path, capsys: Capture) -> None:
     home = tmp_path / "evil\n  SOUL.md      present\x1b[2J\u202e"
     home.mkdir()
-    (home / "NOTES\x07.md").write_text("notes")
-    code, out, err = run(["check", str(home), "--files", "NOTES\x07.md"], capsys)
+    (home / "NOTES.md").write_text("notes")
+    code, out, err = run(["check", str(home), "--files", "NOTES.md"], capsys)
     assert (code, err) == (0, check_note())
     shown = f"{tmp_path}/evil\\x0a  SOUL.md      present\\x1b[2J\\u202e"
     assert out.splitlines()[:3] == [
         shown,
         "  file         status                   on disk        read",
-        "  NOTES\\x07.md present                      5 B         5 B",
+        "  NOTES.md     present                      5 B         5 B",
     ]
     assert run(["compose", str(home / "missing\r")], capsys) == (
         1,
@@ -318,6 +335,31 @@ def test_control_characters_in_names_are_escaped(tmp_path: Path, capsys: Capture
     (home / "TOOLS.md").mkdir()
     code, _, err = run(["compose", str(home), "--strict"], capsys)
     assert (code, err) == (1, f"toolnexus-soul: {shown}/TOOLS.md: not a regular file: is a directory\n")
+
+
+def test_a_backslash_in_a_name_is_escaped_so_no_two_names_show_alike(tmp_path: Path, capsys: Capture) -> None:
+    literal = tmp_path / "bad\\xff"  # the four characters backslash, x, f, f
+    byte = Path(os.fsdecode(bytes(tmp_path) + b"/bad\xff"))
+    for home in (literal, byte):
+        home.mkdir()
+        (home / "SOUL.md").write_text("hi")
+    code, out, err = run(["check", str(literal), str(byte)], capsys)
+    assert (code, err) == (0, check_note())
+    shown_tmp = str(tmp_path).replace("\\", "\\\\")
+    assert [line for line in out.splitlines() if line.startswith(shown_tmp)] == [
+        f"{shown_tmp}/bad\\\\xff",
+        f"{shown_tmp}/bad\\xff",
+    ]
+
+
+def test_a_control_character_in_files_is_a_usage_error(home: Path, capsys: Capture) -> None:
+    (home / "NOTES\x07.md").write_text("notes")
+    code, out, err = run(["check", str(home), "--files", "NOTES\x07.md"], capsys)
+    assert (code, out) == (2, "")
+    assert err.splitlines()[-1] == (
+        "toolnexus-soul check: error: argument --files: files must hold names that can head a section,"
+        " not 'NOTES\\x07.md': it holds a control character"
+    )
 
 
 # ---- 11. --files ---------------------------------------------------------------

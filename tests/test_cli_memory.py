@@ -190,12 +190,12 @@ def test_a_file_name_that_is_not_utf8(home: Path) -> None:
         "hi",
     ]
     done = subprocess.run(argv, capture_output=True, check=False)
-    assert (done.returncode, done.stdout, done.stderr) == (
-        0,
-        "added: x\ufffd.md holds 1 entry, 4 of 2,200 characters\n".encode(),
+    assert (done.returncode, done.stdout, done.stderr.splitlines()[-1]) == (
+        2,
         b"",
+        b"toolnexus-soul memory: error: argument --file: must be UTF-8 text, not x\\xff.md",
     )
-    assert (home / os.fsdecode(b"x\xff.md")).read_bytes() == b"- hi\n"
+    assert sorted(os.listdir(home)) == []  # no lock file either: refused before DIR is looked at
 
 
 def test_a_lock_that_cannot_be_opened_is_named(home: Path, capsys: Capture) -> None:
@@ -211,3 +211,89 @@ def test_a_lock_that_cannot_be_opened_is_named(home: Path, capsys: Capture) -> N
 def test_list_escapes_what_could_drive_a_terminal(home: Path, capsys: Capture) -> None:
     (home / "MEMORY.md").write_bytes(b"- red \x1b[31malert\n- tab\tstop\n")
     assert run(["memory", str(home), "list"], capsys) == (0, "- red \\x1b[31malert\n- tab\\x09stop\n", "")
+
+
+# ---- what an independent tester found in the command line (each a test) ---------------
+
+
+def test_list_escapes_every_line_break_that_is_not_an_entrys(home: Path, capsys: Capture) -> None:
+    (home / "MEMORY.md").write_bytes(
+        "- fake\rhere\n- ls\u2028## SOUL.md\n- ps\u2029x\n- nel\x85y\n- vt\x0bz ff\x0cw fs\x1cq\n"
+        "- C:\\Users\\me\n  continues\n".encode()
+    )
+    assert run(["memory", str(home), "list"], capsys) == (
+        0,
+        "- fake\\x0dhere\n- ls\\u2028## SOUL.md\n- ps\\u2029x\n- nel\\x85y\n"
+        "- vt\\x0bz ff\\x0cw fs\\x1cq\n- C:\\Users\\me\n  continues\n",
+        "",
+    )
+
+
+def test_list_into_a_closed_pipe_exits_141_quietly(home: Path) -> None:
+    (home / "MEMORY.md").write_text("".join(f"- note {i} {'x' * 60}\n" for i in range(20_000)))
+    for unbuffered in ("", "1"):
+        env = {**os.environ, "PYTHONUNBUFFERED": unbuffered}
+        with subprocess.Popen(
+            [sys.executable, "-m", "toolnexus.agents", "memory", str(home), "list"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        ) as child:
+            assert child.stdout is not None
+            assert child.stderr is not None
+            assert child.stdout.read(8) == b"- note 0"
+            child.stdout.close()  # as `| head -c 8` does
+            assert (child.wait(timeout=60), child.stderr.read()) == (141, b"")
+
+
+def test_a_change_for_a_reader_already_gone_is_not_made(noted: Path) -> None:
+    before = (noted / "MEMORY.md").read_bytes()
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader went away before the command started writing
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "toolnexus.agents", "memory", str(noted), "add", "lost note"],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (141, b"")
+    assert (noted / "MEMORY.md").read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--limit", "0", "list"], "argument --limit: must be 1 or more, not 0"),
+        (["--file", "a/b", "list"], "argument --file: file must be a plain file name, not 'a/b'"),
+        (
+            ["--file", ".hidden.md", "list"],
+            "argument --file: file must not start with '.', as '.hidden.md' does: the tool's own files do",
+        ),
+    ],
+)
+def test_usage_errors_come_before_dir_is_looked_at(
+    tmp_path: Path, capsys: Capture, argv: list[str], message: str
+) -> None:
+    code, out, err = run(["memory", str(tmp_path / "missing"), *argv], capsys)
+    assert (code, out, err.splitlines()[-1]) == (2, "", f"toolnexus-soul memory: error: {message}")
+
+
+@pytest.mark.parametrize("action", [["add", b"x\xff"], ["remove", b"\xff"], ["replace", b"uv", b"n\xffw"]])
+def test_texts_that_are_not_utf8_are_usage_errors(noted: Path, action: list[str | bytes]) -> None:
+    before = (noted / "MEMORY.md").read_bytes()
+    argv: list[str | bytes] = [sys.executable, "-m", "toolnexus.agents", "memory", bytes(noted), *action]
+    done = subprocess.run(argv, capture_output=True, check=False)
+    metavar, shown = {
+        "add": ("TEXT", b"x\\xff"),
+        "remove": ("OLD", b"\\xff"),
+        "replace": ("NEW", b"n\\xffw"),
+    }[str(action[0])]
+    assert (done.returncode, done.stdout, done.stderr.splitlines()[-1]) == (
+        2,
+        b"",
+        b"toolnexus-soul memory: error: argument " + metavar.encode() + b": must be UTF-8 text, not " + shown,
+    )
+    assert (noted / "MEMORY.md").read_bytes() == before

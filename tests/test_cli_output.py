@@ -140,3 +140,18 @@ def test_help_into_a_closed_pipe_exits_141() -> None:
         assert child.stderr is not None
         child.stdout.close()
         assert (child.wait(timeout=60), child.stderr.read()) == (141, b"")
+
+
+@pytest.mark.reader_independent
+@pytest.mark.parametrize(
+    "args", [["--help"], ["compose", "--help"], ["memory", ".", "add", "-h"], ["--version"]]
+)
+def test_help_to_a_closed_standard_output_is_exit_1(args: list[str]) -> None:
+    # Descriptor 1 closed at start-up: argparse would print the help on
+    # standard error instead and exit 0.
+    done = subprocess.run(" ".join([*command(*args), ">&-"]), shell=True, capture_output=True, check=False)
+    assert (done.returncode, done.stdout, done.stderr) == (
+        1,
+        b"",
+        b"toolnexus-soul: cannot write to standard output: it is closed\n",
+    )

@@ -7,6 +7,7 @@ import errno
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -218,3 +219,41 @@ def test_every_strict_entry_point_names_the_home(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         asyncio.run(acompose(missing, strict=True))
     assert compose(tmp_path, strict=True).text == ""  # an empty home is no error
+
+
+def test_every_strict_entry_point_names_the_path_as_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "home" / "AGENTS.md").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    with SoulCache() as cache:
+        entry_points: list[Callable[[str], object]] = [
+            lambda path: compose(path, strict=True),
+            lambda path: cache.compose(path, strict=True),
+            lambda path: compose_many([path], strict=True, cache=cache),
+            lambda path: asyncio.run(acompose(path, strict=True, cache=cache)),
+        ]
+        for call in entry_points * 2:  # the second time from the cache
+            with pytest.raises(FileNotFoundError) as missing:
+                call("missing")
+            assert missing.value.filename == "missing"
+            with pytest.raises(BootstrapFileError) as unusable:
+                call("home")
+            assert unusable.value.filename == os.path.join("home", "AGENTS.md")
+
+
+def test_a_home_that_cannot_be_opened_otherwise_is_the_systems_error(tmp_path: Path) -> None:
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    with pytest.raises(OSError, match=os.strerror(errno.ELOOP)) as caught:
+        compose(loop, strict=True)
+    assert (type(caught.value), caught.value.errno, caught.value.filename) == (
+        OSError,
+        errno.ELOOP,
+        str(loop),
+    )
+    soul = compose(loop)
+    assert (soul.text, [(report.status.value, report.errno) for report in soul.files]) == (
+        "",
+        [("unreadable", errno.ELOOP)] * 7,
+    )

@@ -10,8 +10,6 @@ tool a host or a model calls to add, replace and remove notes in
 the compiled reader is in use.
 """
 
-from __future__ import annotations
-
 from ._args import Budget, Keep, SymlinkPolicy
 from ._budget import NEAR_LIMIT
 from ._cache import CacheStats, NotificationError, SoulCache, Validate

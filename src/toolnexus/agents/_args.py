@@ -9,6 +9,7 @@ validated options of one composition, in the reader's terms.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
@@ -44,6 +45,11 @@ _POLICIES: Final = {"follow": Policy.FOLLOW, "within": Policy.WITHIN, "refuse": 
 _BOOTSTRAP_NAMES: Final = tuple(os.fsencode(name) for name in BOOTSTRAP_ORDER)
 _FS_ENCODING: Final = sys.getfilesystemencoding()
 _FS_ERRORS: Final = sys.getfilesystemencodeerrors()
+# What a file name may not hold: a character that would break or forge the
+# soul's section heading (C0 and C1 controls, DEL, line and paragraph
+# separators), and a lone surrogate (a byte that is not UTF-8, which the
+# soul, a UTF-8 text, cannot hold).
+_NOT_IN_A_NAME: Final = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -75,8 +81,11 @@ class Budget:
             raise TypeError(f"Budget.keep must be a str, not {type(self.keep).__name__}")
         if self.keep not in ("head+tail", "head"):
             raise ValueError(f"Budget.keep must be 'head+tail' or 'head', got {self.keep!r}")
-        if self.count is not None and not callable(self.count):
-            raise TypeError(f"Budget.count must be callable, not {type(self.count).__name__}")
+        if self.count is not None:
+            if not callable(self.count):
+                raise TypeError(f"Budget.count must be callable, not {type(self.count).__name__}")
+            if (empty := self.measure("")) != 0:  # the laws take a length: nothing measures 0
+                raise ValueError(f"Budget.count must measure the empty text as 0, got {empty}")
 
     def measure(self, text: str) -> int:
         """``text`` in the budget's unit."""
@@ -183,11 +192,23 @@ def _check_files(files: object) -> tuple[tuple[str, ...], tuple[bytes, ...]]:
             or (os.sep != "/" and os.sep in name)
         ):
             raise ValueError(f"files must hold plain file names, not {name!r}")
+        if (unsafe := _NOT_IN_A_NAME.search(name)) is not None:
+            raise ValueError(
+                f"files must hold names that can head a section, not {name!r}: {_why(unsafe[0])}"
+            )
         if name in seen:
             raise ValueError(f"files must not name a file twice, as it does {name!r}")
         seen.add(name)
         names.append(str(name))  # a subclass of str, as the plain str it stands for
     return tuple(names), tuple(_encode(name, "files") for name in names)
+
+
+def _why(char: str) -> str:
+    if "\ud800" <= char <= "\udfff":
+        return "it holds a byte that is not UTF-8"
+    if char in "\u2028\u2029":
+        return "it holds a line or paragraph separator"
+    return "it holds a control character"
 
 
 def check_files(files: object) -> tuple[str, ...]:

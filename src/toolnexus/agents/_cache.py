@@ -190,8 +190,8 @@ class SoulCache:
         soul = self._find(known.key, known.options, True)
         if soul is None:
             (soul,) = self._compose_missing([known.home], known.options)
-        if strict:
-            raise_if_unusable(known.home, soul.files)
+        if strict:  # naming the path as given, as compose does
+            raise_if_unusable(dir_bytes(dir), soul.files)
         return soul
 
     def _remember(self, dir: PathArg, call: tuple[object, ...], known: _Call, where: bytes) -> None:

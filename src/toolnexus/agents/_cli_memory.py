@@ -12,9 +12,9 @@ from __future__ import annotations
 import argparse
 from typing import Final
 
-from ._memory import MemoryToolError, memory_tool
+from ._memory import MemoryToolError, check_file, memory_tool
 from ._memory_format import render
-from ._output import Output, say, shown
+from ._output import Output, say, shown, shown_text
 
 __all__ = ["add_parser", "run"]
 
@@ -53,40 +53,62 @@ def add_parser(parser: argparse.ArgumentParser, directory: str) -> None:
 
 def run(args: argparse.Namespace, trouble: str | None) -> int:
     """Do what ``args`` ask; ``trouble`` is why DIR is no directory to write in, if it is not."""
+    _check_usage(args)
     if trouble is not None:
         say(f"{shown(args.dir)}: {trouble}")
         return EXIT_PROBLEM
-    if args.limit is not None and args.limit < 1:
-        args.parser.error(f"argument --limit: must be 1 or more, not {args.limit}")
     try:
         tool = memory_tool(args.dir, file=args.file, limit=args.limit)
-    except ValueError as exc:
-        args.parser.error(f"argument --file: {exc}")
     except OSError as exc:  # the home went away since it was looked at, or cannot be opened
         say(f"{shown(args.dir)}: {exc.strerror or exc}")
         return EXIT_PROBLEM
     out = Output.stdout()
+    if args.action != "list" and out.reader_gone():
+        raise BrokenPipeError  # before the change: a confirmation nobody can read changes nothing
     try:
         if args.action == "list":
-            out.write("".join(_listed(entry) for entry in tool.entries()).encode())
-            return EXIT_OK
-        if args.action == "add":
+            listed = "".join(_listed(entry) for entry in tool.entries())
+        elif args.action == "add":
             usage = tool.add(args.text)
         elif args.action == "replace":
             usage = tool.replace(args.old, args.new)
         else:
             usage = tool.remove(args.old)
     except MemoryToolError as exc:
-        say(f"{shown(args.dir)}/{shown(tool.file)}: {shown(exc.message)}")
+        say(f"{shown(args.dir)}/{shown(tool.file)}: {shown_text(exc.message)}")
         return EXIT_PROBLEM
     except OSError as exc:
         say(f"{shown(args.dir)}/{shown(tool.file)}: {exc.strerror or exc}")
         return EXIT_PROBLEM
-    done = {"add": "added", "replace": "replaced", "remove": "removed"}[args.action]
-    out.write(f"{done}: {shown(tool.holds(usage))}\n".encode())
+    if args.action == "list":
+        out.write(listed.encode())
+    else:
+        done = {"add": "added", "replace": "replaced", "remove": "removed"}[args.action]
+        out.write(f"{done}: {shown_text(tool.holds(usage))}\n".encode())
     return EXIT_OK
 
 
+def _check_usage(args: argparse.Namespace) -> None:
+    """Usage errors (status 2) first, before DIR is looked at, as every command does."""
+    parser: argparse.ArgumentParser = args.parser
+    if args.limit is not None and args.limit < 1:
+        parser.error(f"argument --limit: must be 1 or more, not {args.limit}")
+    for option, value in (("--file", args.file), *_texts(args)):
+        if any("\udc80" <= char <= "\udcff" for char in value):  # surrogateescape: a byte that is not UTF-8
+            parser.error(f"argument {option}: must be UTF-8 text, not {shown(value)}")
+    try:
+        check_file(args.file)
+    except ValueError as exc:
+        parser.error(f"argument --file: {exc}")
+
+
+def _texts(args: argparse.Namespace) -> list[tuple[str, str]]:
+    return [(metavar, getattr(args, name)) for name, metavar in _TEXTS if hasattr(args, name)]
+
+
+_TEXTS: Final = (("text", "TEXT"), ("old", "OLD"), ("new", "NEW"))
+
+
 def _listed(entry: str) -> str:
-    """An entry as ``list`` prints it: rendered, each line with what could drive a terminal escaped."""
-    return "".join(shown(line) + "\n" for line in render(entry).splitlines())
+    """An entry as ``list`` prints it: rendered, its lines escaped so that no other line break shows."""
+    return "".join(shown_text(line) + "\n" for line in render(entry).removesuffix("\n").split("\n"))

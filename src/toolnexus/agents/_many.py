@@ -110,12 +110,12 @@ def compose_many(
     pool = executor if executor is not None else _POOLS.get(workers or os.cpu_count() or 1)
     if cache is None:
         return _run(pool, _chunks(paths), options, compose_homes)
-    paths = [cache._home(path) for path in paths]
-    found = [cache._lookup(path, options) for path in paths]
-    missing = [path for path, soul in zip(paths, found, strict=True) if soul is None]
+    homes = [cache._home(path) for path in paths]
+    found = [cache._lookup(home, options) for home in homes]
+    missing = [home for home, soul in zip(homes, found, strict=True) if soul is None]
     fresh = iter(_run(pool, _chunks(missing), options, cache._compose_missing) if missing else ())
     souls = [soul if soul is not None else next(fresh) for soul in found]
-    if strict:
+    if strict:  # naming each path as given, as compose does
         for path, soul in zip(paths, souls, strict=True):
             raise_if_unusable(path, soul.files)
     return souls
@@ -188,10 +188,10 @@ async def acompose(
         if not isinstance(cache, SoulCache):
             raise TypeError(f"cache must be a SoulCache or None, not {type(cache).__name__}")
         options = check_options(max_file_bytes, symlinks, strict, files, budget)
-        path = cache._home(dir_bytes(dir))
-        soul = cache._lookup(path, options, stat=False)
+        path = dir_bytes(dir)
+        soul = cache._lookup(cache._home(path), options, stat=False)
         if soul is not None:
-            if strict:
+            if strict:  # naming the path as given, as compose does
                 raise_if_unusable(path, soul.files)
             return soul
         compose: Callable[..., Soul] = cache.compose

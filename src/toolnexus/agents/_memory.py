@@ -48,6 +48,7 @@ __all__ = [
     "MemoryUsage",
     "MergeReport",
     "NoMatch",
+    "check_file",
     "entries_phrase",
     "memory_tool",
 ]
@@ -602,7 +603,7 @@ def _argument(parsed: Mapping[str, object], key: str) -> str:
         raise InvalidEntry(f"{parsed.get('action')} needs {key}")
     value = parsed[key]
     if not isinstance(value, str):
-        raise InvalidEntry(f"{key} must be text, not {type(value).__name__}")
+        raise InvalidEntry(f"{key} must be text, not {_brief(value)}")
     return value
 
 
@@ -617,6 +618,13 @@ def memory_tool(dir: PathArg, *, file: str = "MEMORY.md", limit: int | None = No
     another directory.
     """
     path = dir_bytes(dir)
+    name = check_file(file)
+    size = DEFAULT_LIMITS.get(name, _DEFAULT_LIMIT) if limit is None else check_int(limit, "limit", 1)
+    return MemoryTool(path, name, size)
+
+
+def check_file(file: object) -> str:
+    """``memory_tool``'s ``file``: a plain name, checked as ``files=`` is, not starting with ``.``."""
     if not isinstance(file, str):
         raise TypeError(f"file must be a str, not {type(file).__name__}")
     try:
@@ -625,5 +633,4 @@ def memory_tool(dir: PathArg, *, file: str = "MEMORY.md", limit: int | None = No
         raise ValueError(f"file must be a plain file name, not {file!r}") from None
     if name.startswith("."):  # the tool's own lock and temporary files are named so
         raise ValueError(f"file must not start with '.', as {file!r} does: the tool's own files do")
-    size = DEFAULT_LIMITS.get(name, _DEFAULT_LIMIT) if limit is None else check_int(limit, "limit", 1)
-    return MemoryTool(path, name, size)
+    return name

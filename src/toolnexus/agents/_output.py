@@ -10,7 +10,8 @@ returns a short count that a caller can ignore, and a buffered one reports
 errors at a flush, or at exit, as a traceback.
 
 ``shown`` is how a path or name appears in text meant for people: every
-byte kept, nothing that can forge a line or drive a terminal.
+byte kept, nothing that can forge a line or drive a terminal;
+``shown_text`` the same for a message or a memory entry.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import select
 import sys
 from typing import IO, Final, TextIO, cast
 
-__all__ = ["Output", "WriteFailed", "quiet_stdout", "say", "shown"]
+__all__ = ["Output", "WriteFailed", "quiet_stdout", "say", "shown", "shown_text"]
 
 
 class WriteFailed(Exception):
@@ -91,6 +92,14 @@ class Output:
                 raise WriteFailed(f"cannot write to {self.name}: {exc.strerror or exc}") from None
             view = view[written:]
 
+    def reader_gone(self) -> bool:
+        """True when this is a pipe or socket whose reader has gone away, so that a write would fail."""
+        if self._fd is None or not hasattr(select, "poll"):
+            return False
+        poller = select.poll()
+        poller.register(self._fd, select.POLLOUT)
+        return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+
     def close(self) -> None:
         """Close a file this Output opened (a deferred write error shows here); standard output stays open."""
         if self._owned and self._fd is not None:
@@ -116,27 +125,45 @@ def quiet_stdout() -> None:
 
 # Characters that could forge a line or drive a terminal: C0 and C1
 # controls, DEL, line and paragraph separators, and the bidirectional
-# formatting characters that reorder what a terminal shows.
+# formatting characters that reorder what a terminal shows; the lone
+# surrogates are surrogateescape's form of the bytes that are not UTF-8.
 _CONTROLS: Final = (*range(0x00, 0x20), *range(0x7F, 0xA0))
 _LINE_BREAKS: Final = (0x2028, 0x2029)
 _BIDI: Final = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
-_UNSAFE: Final = frozenset((*_CONTROLS, *_LINE_BREAKS, *_BIDI))
+_NOT_UTF8: Final = range(0xDC80, 0xDD00)
+_UNSAFE: Final = frozenset((*_CONTROLS, *_LINE_BREAKS, *_BIDI, *_NOT_UTF8))
+# In a name, a backslash too: else a name could pass for another one's escapes.
+_UNSAFE_IN_NAMES: Final = _UNSAFE | {ord("\\")}
 
 
 def shown(path: str | bytes) -> str:
     """``path`` for people: every byte kept, none that can forge a line or drive a terminal.
 
     A byte that is not part of valid UTF-8 shows as ``\\xNN``; a control
-    character as ``\\xNN`` (below U+0100) or ``\\uNNNN``.
+    character as ``\\xNN`` (below U+0100) or ``\\uNNNN``; a backslash as
+    ``\\\\``, so that two names never show alike.
     """
-    text = (path if isinstance(path, bytes) else os.fsencode(path)).decode("utf-8", "backslashreplace")
-    if not any(ord(char) in _UNSAFE for char in text):
+    text = (path if isinstance(path, bytes) else os.fsencode(path)).decode("utf-8", "surrogateescape")
+    return _escaped(text, _UNSAFE_IN_NAMES)
+
+
+def shown_text(text: str) -> str:
+    """A message or an entry for people: as ``shown``, but a backslash stays one."""
+    return _escaped(text, _UNSAFE)
+
+
+def _escaped(text: str, unsafe: frozenset[int]) -> str:
+    if not any(ord(char) in unsafe for char in text):
         return text
-    return "".join(_escaped(char) if ord(char) in _UNSAFE else char for char in text)
+    return "".join(_escape(char) if ord(char) in unsafe else char for char in text)
 
 
-def _escaped(char: str) -> str:
+def _escape(char: str) -> str:
     code = ord(char)
+    if char == "\\":
+        return "\\\\"
+    if code in _NOT_UTF8:
+        return f"\\x{code - 0xDC00:02x}"
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 

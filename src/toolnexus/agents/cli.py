@@ -167,12 +167,15 @@ class _ArgumentParser(argparse.ArgumentParser):
     def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
         if not message:
             return
-        if file is None or file is sys.stderr:
+        # argparse passes sys.stdout for help and sys.stderr for errors; None
+        # when that stream was closed at start-up.
+        meant_for_stdout = sys.stdout is None if file is None else file is not sys.stderr
+        if meant_for_stdout:
+            Output.stdout().write(message.encode())
+        elif sys.stderr is not None:
             with contextlib.suppress(OSError):  # usage errors: standard error gone is no reason to fail more
                 sys.stderr.write(message)
                 sys.stderr.flush()
-        else:
-            Output.stdout().write(message.encode())
 
 
 class _Parsers:
@@ -252,8 +255,12 @@ class _Parsers:
         if extra:
             parser.error(f"unrecognized arguments: {' '.join(map(shown, extra))}")
         if getattr(args, "files", None) is not None:
+            names = [name for group in args.files for name in group]
+            for name in names:
+                if any("\udc80" <= char <= "\udcff" for char in name):  # surrogateescape: not UTF-8
+                    parser.error(f"argument --files: names must be UTF-8 text, not {shown(name)}")
             try:
-                args.files = check_files([name for group in args.files for name in group])
+                args.files = check_files(names)
             except (TypeError, ValueError) as exc:
                 parser.error(f"argument --files: {exc}")
         args.parser = parser
