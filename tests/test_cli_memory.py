@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import errno
 import os
 import subprocess
 import sys
@@ -73,7 +72,7 @@ def test_another_file_and_limit(home: Path, capsys: Capture) -> None:
     assert (code, out) == (1, "")
     assert err == (
         f"toolnexus-soul: {home}/USER.md: "
-        "Adding 12 characters would take USER.md to 36 of its 30 characters. "
+        "This change would take USER.md to 36 of its 30 characters. "
         "Replace or remove entries first (merge or shorten them); the longest start: "
         "'Ada, a metallurgist'.\n"
     )
@@ -203,7 +202,8 @@ def test_a_lock_that_cannot_be_opened_is_named(home: Path, capsys: Capture) -> N
     assert run(["memory", str(home), "add", "x"], capsys) == (
         1,
         "",
-        f"toolnexus-soul: {home}/MEMORY.md: {os.strerror(errno.EISDIR)}\n",
+        f"toolnexus-soul: {home}/MEMORY.md: .MEMORY.md.lock is a directory:"
+        " it must be the tool's lock file\n",
     )
     assert not (home / "MEMORY.md").exists()
 

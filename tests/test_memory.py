@@ -211,7 +211,7 @@ def test_a_full_memory_refuses_to_grow(home: Path, memory: Path) -> None:
     with pytest.raises(MemoryFull) as full:
         tool.add("x" * 40)
     assert str(full.value) == (
-        "Adding 40 characters would take MEMORY.md to 203 of its 200 characters. Replace or remove entries"
+        "This change would take MEMORY.md to 203 of its 200 characters. Replace or remove entries"
         " first (merge or shorten them); the longest start: 'Last project: grain-boundary maps of th…';"
         " 'Prefers metric units and ISO dates (202…'; 'Dislikes bullet lists longer than five …'."
     )
@@ -236,8 +236,9 @@ def test_the_byte_cap_bounds_the_file_whatever_the_limit(home: Path) -> None:
         memory_tool(home, limit=10**9).add("one more note")
     assert str(full.value) == (
         "This change would take MEMORY.md past 2,097,152 bytes, where the soul would cut it."
-        " Remove entries first."
+        " Replace or remove entries first (merge or shorten them); the longest start: '" + "m" * 39 + "…'."
     )
+    assert full.value.longest == ("m" * (2 * 1024 * 1024 - 10),)
 
 
 @independent
@@ -812,3 +813,132 @@ def test_a_tool_name_a_model_api_refuses_is_refused(home: Path) -> None:
 def test_a_file_named_like_the_tools_own_is_refused(home: Path) -> None:
     with pytest.raises(ValueError, match=r"^file must not start with '.'"):
         memory_tool(home, file=".MEMORY.md.tmp-notes")
+
+
+# ---- what a second independent tester found (each a test) -----------------------------
+
+
+@independent
+@pytest.mark.parametrize("data", [b"- \xff\n- \xfe\n", b"- x\n- x \n", b"- a \xff\r\n- a \xef\xbf\xbd\r\n"])
+def test_entries_that_show_alike_are_copies_of_one(home: Path, data: bytes) -> None:
+    (home / "MEMORY.md").write_bytes(data)
+    tool = memory_tool(home)
+    second = data.splitlines(keepends=True)[1]
+    assert tool.remove(tool.entries()[0].strip()).entries == 1
+    assert (home / "MEMORY.md").read_bytes() == second  # the first of the copies
+
+
+@independent
+def test_a_models_action_comes_back_only_as_one_of_the_three(home: Path, memory: Path) -> None:
+    tool = memory_tool(home)
+    calls: list[tuple[str | dict[str, object], str]] = [
+        ('{"action": "add\\udcff"}', "action must be 'add', 'replace' or 'remove', not 'add\\udcff'."),
+        ({"action": "x" * 100}, "action must be 'add', 'replace' or 'remove', not '" + "x" * 39 + "…'."),
+    ]
+    for arguments, message in calls:
+        result = tool.call(arguments)
+        assert (result["action"], result["message"]) == (
+            None,
+            f"{message} MEMORY.md holds 3 entries, 160 of 2,200 characters.",
+        )
+        json.dumps(result, ensure_ascii=False).encode()
+    assert tool.call({"action": "remove", "old_text": "zzz"})["action"] == "remove"
+    assert memory.read_bytes() == ASTER
+
+
+@independent
+def test_messages_cut_old_text_and_bound_the_candidates(home: Path) -> None:
+    (home / "MEMORY.md").write_text("".join(f"- note {i:02}\n" for i in range(25)) + "- note 00\n")
+    tool = memory_tool(home)
+    result = tool.call({"action": "remove", "old_text": "q" * 100_000})
+    starts = [f"note {i:02}" for i in range(20)]
+    assert (result["error"], result["candidates"]) == ("no_match", starts)
+    assert result["message"] == (
+        f"No entry holds '{'q' * 39}…'. The entries start: {'; '.join(map(repr, starts))} and 6 more."
+        " Give a short piece of one entry's text, exactly as it is written."
+        " MEMORY.md holds 26 entries, 259 of 2,200 characters."
+    )
+    result = tool.call({"action": "remove", "old_text": "note 0"})
+    starts = [f"note {i:02}" for i in range(10)]
+    assert (result["error"], result["candidates"]) == ("ambiguous", starts)
+    assert result["message"] == (
+        f"10 entries hold 'note 0': {'; '.join(map(repr, starts))}."
+        " Give a longer piece of text, found in one of them only."
+        " MEMORY.md holds 26 entries, 259 of 2,200 characters."
+    )
+
+
+@independent
+def test_a_memory_of_no_entries_says_so_when_full(home: Path) -> None:
+    (home / "MEMORY.md").write_text("# Notes kept by hand, no list items yet, long enough to fill\n")
+    result = memory_tool(home, limit=50).call({"action": "add", "content": "y"})
+    assert (result["error"], result["longest"], result["message"]) == (
+        "full",
+        [],
+        "This change would take MEMORY.md to 64 of its 50 characters. It holds no entries: its other text,"
+        " which this tool never changes, takes the room. MEMORY.md holds 0 entries, 60 of 50 characters.",
+    )
+
+
+@independent
+def test_a_file_named_like_a_temporary_file_keeps_its_own_files(home: Path) -> None:
+    notes = memory_tool(home, file="MEMORY.md.tmp-notes")
+    notes.add("note for B")
+    (home / ".MEMORY.md.tmp-0123456789abcdef").write_text("left by a killed writer")
+    (home / ".MEMORY.md.tmp-fedcba9876543210").mkdir()  # not a file the tool made: kept
+    memory_tool(home).add("note for A")
+    assert sorted(os.listdir(home)) == [
+        ".MEMORY.md.lock",
+        ".MEMORY.md.tmp-fedcba9876543210",
+        ".MEMORY.md.tmp-notes.lock",
+        "MEMORY.md",
+        "MEMORY.md.tmp-notes",
+    ]
+    assert notes.add("another note for B").entries == 2
+
+
+@independent
+@pytest.mark.parametrize(
+    ("before", "change", "after"),
+    [
+        (b"- keep this\r", ("add", "new"), b"- keep this\r\r\n- new\n"),
+        (b"\xef\xbb\xbf", ("add", "c"), b"\xef\xbb\xbf- c\n"),
+        (b"\xef\xbb\xbf- a\r\n- b\r", ("add", "c"), b"\xef\xbb\xbf- a\r\n- b\r\r\n- c\r\n"),
+    ],
+)
+def test_an_added_line_end_changes_no_other_line(
+    home: Path, before: bytes, change: tuple[str, str], after: bytes
+) -> None:
+    (home / "MEMORY.md").write_bytes(before)
+    tool = memory_tool(home)
+    kept = tool.entries()
+    tool.add(change[1])
+    assert (home / "MEMORY.md").read_bytes() == after
+    assert tool.entries() == (*kept, change[1])
+
+
+@independent
+def test_apply_ends_a_kept_last_line_without_changing_it(home: Path) -> None:
+    (home / "MEMORY.md").write_bytes(b"- a\r")
+    tool = memory_tool(home)
+    report = tool.apply(tool.snapshot(), ["x", "a\r"])
+    assert report.applied
+    assert (home / "MEMORY.md").read_bytes() == b"- x\n- a\r\r\n"
+    assert tool.entries() == ("x", "a\r")
+
+
+@independent
+def test_names_too_long_for_temporary_files_are_refused(home: Path) -> None:
+    assert memory_tool(home, file="a" * 233).add("fits").entries == 1
+    with pytest.raises(ValueError, match=r"^file must be a name of at most 233 bytes, not 234$"):
+        memory_tool(home, file="a" * 234)
+    with pytest.raises(ValueError, match=r"^file must be a name of at most 233 bytes, not 234$"):
+        memory_tool(home, file="é" * 117)
+
+
+@independent
+def test_a_directory_for_a_lock_is_refused(home: Path) -> None:
+    (home / ".MEMORY.md.lock").mkdir()
+    with pytest.raises(MemoryRefused) as refused:
+        memory_tool(home).add("x")
+    assert str(refused.value) == ".MEMORY.md.lock is a directory: it must be the tool's lock file"

@@ -15,6 +15,7 @@ a compare and swap, nothing lost to another writer); what an entry is, is
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import re
 from collections import Counter
@@ -25,7 +26,7 @@ from typing import ClassVar, Final, Literal, NamedTuple
 from ._args import PathArg, check_files, check_int, dir_bytes
 from ._bodies import body_bounds
 from ._format import MAX_BOOTSTRAP_FILE_BYTES, WHITESPACE
-from ._memory_disk import Changed, Disk, Raced, Refused, Session, Version
+from ._memory_disk import MAX_NAME_BYTES, Changed, Disk, Raced, Refused, Session, Version
 from ._memory_format import (
     Entry,
     EntryError,
@@ -59,6 +60,8 @@ DEFAULT_LIMITS: Final = {"MEMORY.md": 2200, "USER.md": 1375}
 _DEFAULT_LIMIT: Final = 2200
 _TRIES: Final = 16  # a writer that keeps changing the file between read and swap, this many times, wins
 _START: Final = 40  # characters of an entry shown as its start
+_CANDIDATES: Final = 20  # entries' starts listed at the most, however many there are
+_ACTIONS: Final = ("add", "replace", "remove")
 _TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")  # what OpenAI's and Anthropic's APIs accept
 _JSON_TYPES: Final = {
     type(None): "null",
@@ -186,6 +189,17 @@ def _same(text: str) -> str:
     return text.replace("\r\n", "\n").strip(WHITESPACE)
 
 
+def _starts(found: Sequence[Entry]) -> list[str]:
+    """The starts of the first entries of ``found`` (copies once), as many as a message lists."""
+    starts = dict.fromkeys(_start(entry.text) for entry in found)
+    return list(itertools.islice(starts, _CANDIDATES))
+
+
+def _listed(starts: list[str], of: int) -> str:
+    more = of - len(starts)
+    return "; ".join(map(repr, starts)) + (f" and {more:,} more" if more > 0 else "")
+
+
 def _tool_name(file: str) -> str:
     """The tool's name for ``file``, as model APIs take names: ``memory``, ``user_memory``..."""
     if file == "MEMORY.md":
@@ -235,13 +249,13 @@ class MemoryTool:
     def add(self, text: str) -> MemoryUsage:
         """Add an entry holding ``text`` at the end of the file; the usage after."""
         entry = self._text(text, "content")
-        return self._rewrite(lambda current: with_entry_added(current, entry), entry)
+        return self._rewrite(lambda current: with_entry_added(current, entry))
 
     def replace(self, old: str, new: str) -> MemoryUsage:
         """Replace the one entry that holds ``old`` by one holding ``new``; the usage after."""
         needle = self._needle(old)
         entry = self._text(new, "content")
-        return self._rewrite(lambda text: with_entry_replaced(text, self._find(text, needle), entry), entry)
+        return self._rewrite(lambda text: with_entry_replaced(text, self._find(text, needle), entry))
 
     def remove(self, old: str) -> MemoryUsage:
         """Remove the one entry that holds ``old``; the usage after."""
@@ -439,7 +453,8 @@ class MemoryTool:
         raise InvalidEntry(f"action must be 'add', 'replace' or 'remove', not {_brief(action)}")
 
     def _failure(self, action: object, code: str, message: str, exc: Exception) -> dict[str, object]:
-        result: dict[str, object] = {"ok": False, "action": action if isinstance(action, str) else None}
+        # The action as called, or None: a model's other text goes in the message only, cut and escaped.
+        result: dict[str, object] = {"ok": False, "action": action if action in _ACTIONS else None}
         result["error"] = code
         try:
             usage: MemoryUsage | None = self.usage()
@@ -523,56 +538,56 @@ class MemoryTool:
     def _find(text: str, needle: str) -> Entry:
         found = entries(text)
         matches = [entry for entry in found if needle in _shown(entry.text)]
-        if matches and all(entry.text == matches[0].text for entry in matches):
+        # Copies are compared as old is matched: as entries() shows them, and
+        # trimmed as a merge compares (no piece of text tells such entries apart).
+        texts = dict.fromkeys(_same(_shown(entry.text)) for entry in matches)
+        if len(texts) == 1:
             return matches[0]  # one entry, or copies of one: the first
         if not matches:
-            starts = [_start(entry.text) for entry in found]
+            starts = _starts(found)
             raise NoMatch(
-                f"No entry holds {needle!r}. "
-                + (
-                    f"The entries start: {'; '.join(map(repr, starts))}."
-                    if starts
-                    else "There are no entries."
-                )
+                f"No entry holds {_brief(needle)}. "
+                + (f"The entries start: {_listed(starts, len(found))}." if found else "There are no entries.")
                 + " Give a short piece of one entry's text, exactly as it is written.",
                 starts,
             )
-        starts = [_start(entry.text) for entry in matches]
+        starts = _starts(matches)
         raise AmbiguousMatch(
-            f"{len(matches)} entries hold {needle!r}: {'; '.join(map(repr, starts))}. "
+            f"{len(texts):,} entries hold {_brief(needle)}: {_listed(starts, len(texts))}. "
             "Give a longer piece of text, found in one of them only.",
             starts,
         )
 
-    def _check_room(self, before: str, after: str, entry: str | None = None) -> None:
+    def _check_room(self, before: str, after: str) -> None:
         """Refuse a write that takes the file past its limit, or past the soul's byte cap, and grows it."""
         old, new = _encode(before), _encode(after)
         used_before, used_after = _used(old), _used(new)
         if used_after > self.limit and used_after > used_before:
-            longest = sorted((e.text for e in entries(before)), key=len, reverse=True)[:3]
-            grow = f"Adding {len(entry):,} characters" if entry is not None else "This change"
-            raise MemoryFull(
-                f"{grow} would take {self._label} to {used_after:,} of its {self.limit:,} characters. "
+            past = f"to {used_after:,} of its {self.limit:,} characters"
+        elif len(new) > MAX_BOOTSTRAP_FILE_BYTES and len(new) > len(old):
+            past = f"past {MAX_BOOTSTRAP_FILE_BYTES:,} bytes, where the soul would cut it"
+        else:
+            return
+        longest = sorted((e.text for e in entries(before)), key=len, reverse=True)[:3]
+        if longest:
+            advice = (
                 "Replace or remove entries first (merge or shorten them); the longest start: "
                 + "; ".join(repr(_start(text)) for text in longest)
-                + ".",
-                [_shown(text) for text in longest],
             )
-        if len(new) > MAX_BOOTSTRAP_FILE_BYTES and len(new) > len(old):
-            raise MemoryFull(
-                f"This change would take {self._label} past {MAX_BOOTSTRAP_FILE_BYTES:,} bytes, where the "
-                "soul would cut it. Remove entries first.",
-                [],
-            )
+        else:  # all of it is a person's text, which the tool never changes
+            advice = "It holds no entries: its other text, which this tool never changes, takes the room"
+        raise MemoryFull(
+            f"This change would take {self._label} {past}. {advice}.", [_shown(text) for text in longest]
+        )
 
-    def _rewrite(self, change: Callable[[str], str], entry: str | None = None) -> MemoryUsage:
+    def _rewrite(self, change: Callable[[str], str]) -> MemoryUsage:
         """Apply ``change`` to the file's text and put it in place, never over another writer's."""
         with self._locked() as session:
             for _ in range(_TRIES):
                 version = session.read()
                 before = _decode(version.data)
                 after = change(before)
-                self._check_room(before, after, entry)
+                self._check_room(before, after)
                 try:
                     session.publish(version, _encode(after))
                 except (Changed, Raced):
@@ -633,4 +648,6 @@ def check_file(file: object) -> str:
         raise ValueError(f"file must be a plain file name, not {file!r}") from None
     if name.startswith("."):  # the tool's own lock and temporary files are named so
         raise ValueError(f"file must not start with '.', as {file!r} does: the tool's own files do")
+    if len(name.encode()) > MAX_NAME_BYTES:  # its temporary files' names would be too long to make
+        raise ValueError(f"file must be a name of at most {MAX_NAME_BYTES} bytes, not {len(name.encode()):,}")
     return name

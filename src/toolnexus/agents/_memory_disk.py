@@ -29,6 +29,7 @@ import ctypes
 import errno
 import os
 import platform
+import re
 import secrets
 import stat
 import sys
@@ -57,12 +58,17 @@ else:
         fcntl.flock(fd, fcntl.LOCK_EX)
 
 
-__all__ = ["Changed", "Disk", "Raced", "Refused", "Session", "Version"]
+__all__ = ["MAX_NAME_BYTES", "Changed", "Disk", "Raced", "Refused", "Session", "Version"]
 
 # How long the file a swap replaced is watched for a writer that opened it
 # just before (2 ms: a shell's or an editor's open-write-close takes tens of us).
 WATCH: Final = 0.002
 MAX_READ: Final = 64 * 1024 * 1024  # a memory file is small; one larger than this is refused, not read
+# Temporary files are ".NAME.tmp-" and 16 hex digits; a file system's names
+# hold 255 bytes at most, so NAME may hold 233.
+TEMP_TOKEN_BYTES: Final = 8
+MAX_NAME_BYTES: Final = 255 - len(".") - len(".tmp-") - 2 * TEMP_TOKEN_BYTES
+_TEMP_TOKEN: Final = re.compile(rb"[0-9a-f]{%d}" % (2 * TEMP_TOKEN_BYTES))
 _FLAGS: Final = getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
 _HAVE_DIR_FD: Final = os.open in os.supports_dir_fd
 
@@ -198,8 +204,10 @@ class Session:
             return
         for entry in names:
             raw = os.fsencode(entry)
-            if raw.startswith(self._temp_prefix):
-                with suppress(FileNotFoundError):
+            # Exactly the names publish() makes: another memory file's own
+            # files (those of "MEMORY.md.tmp-notes") share the prefix.
+            if raw.startswith(self._temp_prefix) and _TEMP_TOKEN.fullmatch(raw[len(self._temp_prefix) :]):
+                with suppress(FileNotFoundError, IsADirectoryError, PermissionError):  # a directory: not ours
                     self._unlink(raw)
 
     # -- reading ---------------------------------------------------------------------
@@ -227,7 +235,7 @@ class Session:
 
     def publish(self, version: Version, data: bytes) -> None:
         """Put ``data`` in the place of the file read as ``version``; ``Changed`` or ``Raced``: not done."""
-        temp = self._temp_prefix + secrets.token_hex(8).encode()
+        temp = self._temp_prefix + secrets.token_hex(TEMP_TOKEN_BYTES).encode()
         fd = self._open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, version.mode)
         try:
             _write_all(fd, data)
@@ -460,6 +468,10 @@ class Disk:
         except OSError as exc:
             if exc.errno in (errno.ELOOP, errno.EMLINK):
                 raise Refused(exc.errno, f".{self.name}.lock is a symlink") from None
+            if exc.errno == errno.EISDIR:
+                raise Refused(
+                    exc.errno, f".{self.name}.lock is a directory: it must be the tool's lock file"
+                ) from None
             raise
         try:
             _lock_exclusive(fd)

@@ -28,6 +28,7 @@ __all__ = [
 
 BULLET: Final = "- "
 INDENT: Final = "  "
+_BOM: Final = "\ufeff"  # at the start of the file, part of no line
 # Characters an entry may not hold: C0 controls but tab and newline, DEL,
 # C1 controls, line and paragraph separators (which start lines too), and
 # surrogates (no character: a lone one would be written as the raw bytes
@@ -55,7 +56,7 @@ def _lines(text: str) -> list[tuple[int, int, str]]:
     A byte order mark at the start of the file is not part of its first line.
     """
     lines = []
-    at = 1 if text.startswith("\ufeff") else 0
+    at = 1 if text.startswith(_BOM) else 0
     while at < len(text):
         newline = text.find("\n", at)
         if newline < 0:  # the last line, without a line end: a \r there is its own
@@ -131,9 +132,7 @@ def newline_of(text: str) -> str:
 def with_entry_added(text: str, entry: str) -> str:
     """The file's text with ``entry`` added at its end (after a line end, if its last line has none)."""
     newline = newline_of(text)
-    if text and not text.endswith("\n"):
-        text += newline
-    return text + render(entry, newline)
+    return _ended(text, newline) + render(entry, newline)
 
 
 def with_entry_replaced(text: str, entry: Entry, new: str | None) -> str:
@@ -155,9 +154,7 @@ def with_entries(text: str, new: Sequence[Entry | str]) -> str:
         _kept(text, item, newline) if isinstance(item, Entry) else render(item, newline) for item in new
     )
     if not old:
-        if block and text and not text.endswith("\n"):
-            text += newline
-        return text + block
+        return _ended(text, newline) + block if block else text
     pieces = [text[: old[0].start], block]
     for previous, entry in itertools.pairwise(old):
         pieces.append(text[previous.end : entry.start])
@@ -166,5 +163,15 @@ def with_entries(text: str, new: Sequence[Entry | str]) -> str:
 
 
 def _kept(text: str, entry: Entry, newline: str) -> str:
-    lines = text[entry.start : entry.end]
-    return lines if lines.endswith("\n") else lines + newline
+    return _ended(text[entry.start : entry.end], newline)
+
+
+def _ended(text: str, newline: str) -> str:
+    """``text`` with its last line ended, if it has one without a line end (a byte order mark is none).
+
+    After a ``\\r``, which is text, the end is ``\\r\\n``: a ``\\n`` alone
+    would make that ``\\r`` part of a line end, and change the line.
+    """
+    if text.endswith("\n") or not text.removeprefix(_BOM):
+        return text
+    return text + ("\r\n" if text.endswith("\r") else newline)
