@@ -640,3 +640,58 @@ def test_a_super_additive_count_lowers_the_total_no_further_than_it_must(home: P
     # (n + n²/4096 <= 20,000); lowering by the whole excess left markers alone.
     assert (soul.used, len(soul.text)) == (19_924, 7_215)
     assert [f.kept for f in soul.files if f.cut] == [3163, 3147, 3106]
+
+
+# ---- what a third independent tester found: the docs now say what is done ------------
+
+
+def test_bytes_never_read_count_as_left_out_even_if_blank(home: Path) -> None:
+    (home / "MEMORY.md").write_bytes(b"\n" * 3_000_000)  # cap 2 MiB: e = 419,430; 902,848 never read
+    soul = compose(home, budget=Budget(total=20_000))
+    assert (soul.text, soul.cut) == (
+        "## MEMORY.md\n\n[... 902,848 bytes of MEMORY.md left out ...]",
+        ("MEMORY.md",),
+    )
+    (home / "MEMORY.md").write_bytes(b" " * 100)
+    soul = compose(home, max_file_bytes=50, budget=Budget(total=1000))  # 40 + 10 read, 50 not
+    assert soul.text == "## MEMORY.md\n\n[... 50 bytes of MEMORY.md left out ...]"
+
+
+def test_a_file_one_byte_over_the_cap_is_read_whole(home: Path) -> None:
+    (home / "MEMORY.md").write_bytes(b" " * 51)
+    soul = compose(home, max_file_bytes=50, budget=Budget(total=1000))
+    assert (soul.text, soul.cut, soul.files[-1].cut, soul.files[-1].size) == (
+        "## MEMORY.md\n\n",
+        (),
+        False,
+        51,
+    )
+    (home / "MEMORY.md").write_bytes(b"x" * 51)
+    soul = compose(home, max_file_bytes=50, budget=Budget(total=1000))
+    # A share of 51 - 1 (something is left out): an end of 12 - 1 and a start of 38 - 1.
+    assert (
+        soul.text == "## MEMORY.md\n\n" + "x" * 37 + "\n[... 3 bytes of MEMORY.md left out ...]\n" + "x" * 11
+    )
+
+
+def test_keep_head_sees_the_cap_less_a_kilobyte_of_a_file_over_it(home: Path) -> None:
+    data = (b"line of text\n" * 2400)[:30_000]
+    (home / "MEMORY.md").write_bytes(data)
+    soul = compose(home, max_file_bytes=10_000, budget=Budget(total=10**8, keep="head"))
+    report = soul.files[-1]
+    # 8,976 bytes seen from the start; the start ends at the last line end in them.
+    start = data[: data.rindex(b"\n", 0, 10_000 - 1024)]
+    assert (report.kept_bytes, soul.text) == (
+        len(start),
+        "## MEMORY.md\n\n"
+        + start.decode()
+        + f"\n[... {30_000 - len(start):,} bytes of MEMORY.md left out ...]",
+    )
+
+
+def test_a_share_gives_the_end_a_quarter_rounded_down(home: Path) -> None:
+    body = "abcdefghij" * 30
+    (home / "SOUL.md").write_text(body)
+    marker = "[... 255 bytes of SOUL.md left out ...]"
+    soul = compose(home, budget=Budget(total=len("## SOUL.md\n\n") + len(marker) + 47))
+    assert soul.text == f"## SOUL.md\n\n{body[:35]}\n{marker}\n{body[-10:]}"

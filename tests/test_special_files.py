@@ -211,3 +211,23 @@ def test_a_budget_reads_the_end_of_a_file_whose_size_lies(home: Path) -> None:
     assert memory.cut
     assert len(soul.text) <= 300
     assert soul.text.endswith("[vsyscall]")  # the last mapping of every Linux process
+
+
+def test_errno_and_error_say_why_a_name_is_not_present(home: Path) -> None:
+    (home / "SOUL.md").mkdir()
+    os.mkfifo(home / "USER.md")
+    (home / "TOOLS.md").symlink_to("TOOLS.md")
+    (home / "MEMORY.md").symlink_to("elsewhere.md")
+    (home / "AGENTS.md").write_text("present")
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(home / "IDENTITY.md"))
+        files = compose(home).files
+    assert [(r.name, r.status, r.errno, r.error) for r in files] == [
+        ("AGENTS.md", FileStatus.PRESENT, None, None),
+        ("SOUL.md", FileStatus.NOT_REGULAR, None, "is a directory"),
+        ("IDENTITY.md", FileStatus.NOT_REGULAR, errno.ENXIO, "is a socket"),
+        ("USER.md", FileStatus.NOT_REGULAR, None, "is a FIFO"),
+        ("TOOLS.md", FileStatus.UNREADABLE, errno.ELOOP, os.strerror(errno.ELOOP)),
+        ("HEARTBEAT.md", FileStatus.MISSING, errno.ENOENT, os.strerror(errno.ENOENT)),
+        ("MEMORY.md", FileStatus.MISSING, errno.ENOENT, os.strerror(errno.ENOENT)),
+    ]
