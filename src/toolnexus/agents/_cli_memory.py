@@ -14,7 +14,7 @@ from typing import Final
 
 from ._memory import MemoryToolError, check_file, memory_tool
 from ._memory_format import render
-from ._output import Output, say, shown, shown_text
+from ._output import Output, from_bytes_not_utf8, say, shown, shown_text
 
 __all__ = ["add_parser", "run"]
 
@@ -94,7 +94,7 @@ def _check_usage(args: argparse.Namespace) -> None:
     if args.limit is not None and args.limit < 1:
         parser.error(f"argument --limit: must be 1 or more, not {args.limit}")
     for option, value in (("--file", args.file), *_texts(args)):
-        if any("\udc80" <= char <= "\udcff" for char in value):  # surrogateescape: a byte that is not UTF-8
+        if from_bytes_not_utf8(value):
             parser.error(f"argument {option}: must be UTF-8 text, not {shown(value)}")
     try:
         check_file(args.file)

@@ -22,7 +22,7 @@ import select
 import sys
 from typing import IO, Final, TextIO, cast
 
-__all__ = ["Output", "WriteFailed", "quiet_stdout", "say", "shown", "shown_text"]
+__all__ = ["Output", "WriteFailed", "from_bytes_not_utf8", "quiet_stdout", "say", "shown", "shown_text"]
 
 
 class WriteFailed(Exception):
@@ -145,6 +145,11 @@ def shown(path: str | bytes) -> str:
     """
     text = (path if isinstance(path, bytes) else os.fsencode(path)).decode("utf-8", "surrogateescape")
     return _escaped(text, _UNSAFE_IN_NAMES)
+
+
+def from_bytes_not_utf8(text: str) -> bool:
+    """True when ``text`` (an argument, decoded with surrogateescape) holds a byte that is not UTF-8."""
+    return any(ord(char) in _NOT_UTF8 for char in text)
 
 
 def shown_text(text: str) -> str:

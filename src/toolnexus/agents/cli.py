@@ -27,7 +27,7 @@ from ._args import MAX_CAP, Budget, check_files
 from ._compose import compose
 from ._format import MAX_BOOTSTRAP_FILE_BYTES
 from ._many import compose_many
-from ._output import Output, WriteFailed, quiet_stdout, say, shown
+from ._output import Output, WriteFailed, from_bytes_not_utf8, quiet_stdout, say, shown
 from ._records import dir_fields, problem_line, record, table
 from ._report import UNUSABLE, BootstrapFileError, Soul, home_problem
 
@@ -257,7 +257,7 @@ class _Parsers:
         if getattr(args, "files", None) is not None:
             names = [name for group in args.files for name in group]
             for name in names:
-                if any("\udc80" <= char <= "\udcff" for char in name):  # surrogateescape: not UTF-8
+                if from_bytes_not_utf8(name):
                     parser.error(f"argument --files: names must be UTF-8 text, not {shown(name)}")
             try:
                 args.files = check_files(names)
