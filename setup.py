@@ -1,4 +1,6 @@
-"""Build the optional extensions (``_capread``; ``_notify`` on Linux); everything else is in pyproject.toml.
+"""Build the optional extensions (``_native._capread``; ``_native._notify`` on Linux).
+
+Everything else is in pyproject.toml.
 
 A source install without a working compiler falls back to the pure-Python
 reader with a warning. A wheel build (``CIBUILDWHEEL=1``) or
@@ -69,15 +71,16 @@ def _extensions() -> list[Extension]:
             raise
         sys.stderr.write(WARNING.format(reason=f"Cython is not installed: {exc}"))
         return []
+    native = "src/toolnexus/agents/_native"
     extensions = [
         Extension(
-            "toolnexus.agents._capread",
-            ["src/toolnexus/agents/_capread.pyx"],
-            depends=["src/toolnexus/agents/_capread_os.h", "src/toolnexus/agents/_capread_utf8.h"],
+            "toolnexus.agents._native._capread",
+            [f"{native}/_capread.pyx"],
+            depends=[f"{native}/include/capread_os.h", f"{native}/include/capread_utf8.h"],
         )
     ]
     if LINUX:
-        extensions.append(Extension("toolnexus.agents._notify", ["src/toolnexus/agents/_notify.pyx"]))
+        extensions.append(Extension("toolnexus.agents._native._notify", [f"{native}/_notify.pyx"]))
     return cythonize(extensions, compiler_directives={"language_level": "3"}, quiet=True)
 
 

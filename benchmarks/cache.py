@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # twins: the reader swap
 
 from scenarios import make_typical
-from toolnexus.agents import RACY_WINDOW_NS, SoulCache, _reader, compose
-from twins import using
+from toolnexus.agents import RACY_WINDOW_NS, SoulCache, _native, compose
+from twins import ReaderName, using
 
 TARGET_RATIO = 10.0
 TARGET_US = 2.5
@@ -47,7 +47,7 @@ def _loop(run: Callable[[str], object], dirs: list[str]) -> Callable[[], object]
     return lambda: [run(d) for d in dirs]
 
 
-def warm(validate: str, dirs: list[str], notifier: _reader.ReaderName = "compiled") -> SoulCache:
+def warm(validate: str, dirs: list[str], notifier: ReaderName = "compiled") -> SoulCache:
     """A cache holding every home, its queue opened with ``notifier``'s twin."""
     with using(notifier):
         cache = SoulCache(maxsize=len(dirs), validate=validate)  # type: ignore[arg-type]
@@ -61,7 +61,7 @@ def main() -> int:
     parser.add_argument("--homes", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=15)
     args = parser.parse_args()
-    if _reader.notifier is None:
+    if _native.notifier is None:
         print("no inotify here: nothing to measure")
         return 1
     with tempfile.TemporaryDirectory(prefix="tns-cache-") as tmp:

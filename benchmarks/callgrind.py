@@ -7,6 +7,7 @@ the composing (start-up, imports, data generation). Counts are repeatable
 for the same build, inputs and environment, whatever else the machine does.
 
     python benchmarks/callgrind.py            # needs valgrind on PATH
+    python benchmarks/callgrind.py --reader compiled
 """
 
 from __future__ import annotations
@@ -70,11 +71,17 @@ def instructions(reader: str, compose: bool) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.parse_args()  # no options; --help says what the script does
+    parser.add_argument(
+        "--reader",
+        action="append",
+        choices=("compiled", "pure"),
+        help="only this reader (may be given twice)",
+    )
+    args = parser.parse_args()
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not on PATH")
     print(f"{'reader':<9} {'instructions per soul':>22}")
-    for reader in ("compiled", "pure"):
+    for reader in args.reader or ("compiled", "pure"):
         total = instructions(reader, True) - instructions(reader, False)
         print(f"{reader:<9} {total / 1000:>22,.0f}")
 

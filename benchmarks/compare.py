@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # twins:
 
 from floor import DecodeFloor, SyscallFloor, capped_bodies, decode_all
 from scenarios import baseline_compose_soul, make_empty, make_large, make_typical
-from toolnexus.agents import MAX_BOOTSTRAP_FILE_BYTES, _reader, compose_soul
-from twins import using
+from toolnexus.agents import MAX_BOOTSTRAP_FILE_BYTES, compose_soul
+from twins import ReaderName, using
 
 CAP = MAX_BOOTSTRAP_FILE_BYTES
 
@@ -84,7 +84,7 @@ def measure(scenario: str, dirs: list[str], rounds: int) -> dict[str, list[float
         bodies = capped_bodies(dirs, CAP)
         contenders["decode"] = lambda: decode_all(bodies) / len(dirs)
 
-    def timed_reader(name: _reader.ReaderName) -> float:
+    def timed_reader(name: ReaderName) -> float:
         with using(name):
             return per_home_us(compose_soul, dirs)
 

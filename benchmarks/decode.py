@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from scenarios import DENSE, dense_text
-from toolnexus.agents import _capread
+from toolnexus.agents._native import _capread
 
 TARGET = 2.0
 SIZE = 2 * 1024 * 1024

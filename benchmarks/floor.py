@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-HEADERS = HERE.parent / "src" / "toolnexus" / "agents"
+HEADERS = HERE.parent / "src" / "toolnexus" / "agents" / "_native" / "include"
 NAMES = ("AGENTS.md", "SOUL.md", "IDENTITY.md", "USER.md", "TOOLS.md", "HEARTBEAT.md", "MEMORY.md")
 FILE_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
 DIR_FLAGS = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC
@@ -37,7 +37,7 @@ def build_floor_library(name: str = "floor") -> Path:
     out_dir.mkdir(exist_ok=True)
     source = HERE / f"{name}.c"
     library = out_dir / f"lib{name}.so"
-    newest = max(path.stat().st_mtime_ns for path in (source, HERE / "floor.c", HEADERS / "_capread_utf8.h"))
+    newest = max(path.stat().st_mtime_ns for path in (source, HERE / "floor.c", HEADERS / "capread_utf8.h"))
     if library.exists() and library.stat().st_mtime_ns >= newest:
         return library
     compiler = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"

@@ -71,7 +71,7 @@ class Worker:
         env.pop("TOOLNEXUS_SOUL_NO_EXTENSIONS", None)
         if pure:
             env["TOOLNEXUS_SOUL_NO_EXTENSIONS"] = "1"
-        check = "from toolnexus.agents import _reader; print(_reader.ACCELERATED)"
+        check = "from toolnexus.agents import _native; print(_native.ACCELERATED)"
         loaded = subprocess.run([python, "-c", check], env=env, capture_output=True, text=True, check=True)
         if loaded.stdout.strip() != str(not pure):
             raise RuntimeError(f"{python}: expected ACCELERATED={not pure}, got {loaded.stdout.strip()}")

@@ -26,20 +26,19 @@ from toolnexus.agents import (
     MAX_BOOTSTRAP_FILE_BYTES,
     Budget,
     SoulCache,
-    _fresh_stat,
-    _reader,
     compose,
     compose_many,
     compose_soul,
 )
-from twins import using
+from toolnexus.agents._cache import _stat as _fresh_stat
+from twins import ReaderName, using
 
 # Smaller than compare.py's defaults: pytest-benchmark repeats each pass many times.
 TYPICAL_HOMES = 500
 LARGE_HOMES = 2
 
 SCENARIOS = ("typical", "large", "dense", "empty")
-READERS: tuple[_reader.ReaderName, ...] = ("compiled", "pure")
+READERS: tuple[ReaderName, ...] = ("compiled", "pure")
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +64,7 @@ def _over(func: Callable[[str], object], dirs: list[str]) -> Callable[[], None]:
 @pytest.mark.parametrize("scenario", SCENARIOS)
 @pytest.mark.parametrize("kind", READERS)
 def test_reader(
-    benchmark: BenchmarkFixture, scenario_dirs: dict[str, list[str]], scenario: str, kind: _reader.ReaderName
+    benchmark: BenchmarkFixture, scenario_dirs: dict[str, list[str]], scenario: str, kind: ReaderName
 ) -> None:
     benchmark.group = scenario
     with using(kind):
@@ -131,7 +130,7 @@ def test_many(
 def test_budget(
     benchmark: BenchmarkFixture,
     scenario_dirs: dict[str, list[str]],
-    kind: _reader.ReaderName,
+    kind: ReaderName,
     budget: Budget | None,
 ) -> None:
     benchmark.group = "budget (large)"

@@ -3,12 +3,12 @@
  * character boundary at the cap, validate them as UTF-8 and write them once,
  * as characters of the narrowest width that holds them, into a reused
  * buffer. No trimming, no sections, no Python object. The decoder is the
- * compiled reader's own (_capread_utf8.h), the fastest this project has.
+ * compiled reader's own (capread_utf8.h), the fastest this project has.
  * benchmarks/floor.py builds this into a shared library and calls it
  * through ctypes. */
 #include "floor.c"
 
-#include "_capread_utf8.h"
+#include "capread_utf8.h"
 
 void transcode_init(void) { tnx_utf8_init(); }
 

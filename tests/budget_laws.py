@@ -153,7 +153,7 @@ def check_laws(  # noqa: PLR0912, PLR0915 - one law after another, as the page l
         and (per_file is None or all(count(f.body) <= per_file for f in present))
     ):
         assert soul.text == plain, "law 1: a budget that holds the soul changes nothing"
-        assert soul.cut == (), "law 1: nothing is reported cut"
+        assert soul.cut_files == (), "law 1: nothing is reported cut"
     # 4 and 5. Every section, whole or cut, and its report.
     sections = split_sections(soul)
     cut_names = []
@@ -218,7 +218,7 @@ def check_laws(  # noqa: PLR0912, PLR0915 - one law after another, as the page l
         assert report.left_out in (None, count(f.body) - report.kept), "law 5: left_out"
         if per_file is not None:
             assert report.kept <= per_file, "law 5: per_file holds"
-    assert list(soul.cut) == cut_names, "law 5: Soul.cut"
+    assert list(soul.cut_files) == cut_names, "law 5: Soul.cut"
     # 2. Fair share after the trim (exact for counts that add up).
     if total is not None and additive and soul.found and not hidden:
         in_soul = present[:k]

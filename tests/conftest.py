@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 import sys
+import traceback
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -31,15 +33,15 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 import toolnexus.agents
-from toolnexus.agents import _reader
+from toolnexus.agents import _native
 from toolnexus.agents._format import layout
 from toolnexus.agents._vocabulary import FileRead
-from twins import using
+from twins import ReaderName, load, using
 
 CHECKOUT: Final = Path(__file__).resolve().parents[1]
 # The twins the suite runs on: both, unless --pure-only (or Windows) says
 # the compiled one is not built here. Filled in place, at configuration.
-TWINS: list[_reader.ReaderName] = ["compiled", "pure"]
+TWINS: list[ReaderName] = ["compiled", "pure"]
 
 # Hypothesis profiles, chosen with TOOLNEXUS_SOUL_FUZZ: "ci" (the default,
 # quick) or "long" (many more examples, for a fuzzing session).
@@ -92,9 +94,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(autouse=True)
-def reader(request: pytest.FixtureRequest) -> Iterator[_reader.ReaderName | None]:
+def reader(request: pytest.FixtureRequest) -> Iterator[ReaderName | None]:
     """The name of the twin under test, installed behind every public function."""
-    name: _reader.ReaderName | None = getattr(request, "param", None)
+    name: ReaderName | None = getattr(request, "param", None)
     if name is None:  # a reader-independent test: whatever the package loaded
         yield None
         return
@@ -103,11 +105,11 @@ def reader(request: pytest.FixtureRequest) -> Iterator[_reader.ReaderName | None
 
 
 def compose_files(
-    name: _reader.ReaderName | None, home: Path, names: Sequence[str], cap: int = 2**20, policy: int = 0
+    name: ReaderName | None, home: Path, names: Sequence[str], cap: int = 2**20, policy: str = "follow"
 ) -> tuple[str, tuple[str, ...], tuple[FileRead, ...]]:
     """``(soul, found, reads)`` of ``names`` in ``home``, straight from one twin's compose_homes."""
     assert name is not None, "a reader-independent test has no twin of its own"
-    module = _reader.load(name)
+    module = load(name)
     files = tuple(names)
     (composed,) = module.compose_homes(
         [os.fsencode(home)], [os.fsencode(n) for n in files], cap, policy, layout(files, cap)
@@ -150,6 +152,15 @@ def make_homes(root: Path, count: int) -> list[Path]:
     return homes
 
 
+def tool_files(home: Path) -> list[str]:
+    """The home's names, a kept file's token and its record's as ``*``: what a memory tool leaves there.
+
+    A change keeps the file it replaced, with its record, until the next one
+    (docs/format.md section 14): ``.NAME.tmp-*`` and ``.NAME.was-*``.
+    """
+    return sorted(re.sub(r"\.(tmp|was)-[0-9a-f]{16}$", r".\1-*", name) for name in os.listdir(home))
+
+
 def is_root() -> bool:
     return hasattr(os, "geteuid") and os.geteuid() == 0
 
@@ -165,12 +176,11 @@ def fork() -> int:
         return os.fork()
 
 
-def unprivileged(call: Callable[[], object]) -> object:
-    """``call()`` in a forked child that has given up root: its result, or the exception it raised.
+def in_child(call: Callable[[], object], setup: Callable[[], None] = lambda: None) -> object:
+    """``call()`` in a forked child, after ``setup()``: its result, or the exception it raised.
 
-    The child takes uid and gid 65534 (nobody) when it runs as root, so it
-    can no longer read what only root can; what it returns or raises comes
-    back pickled.
+    What the child returns or raises comes back pickled; the child's own
+    failure (an unpicklable result) fails the test, with its traceback.
     """
     read_end, write_end = os.pipe()
     pid = fork()
@@ -178,10 +188,7 @@ def unprivileged(call: Callable[[], object]) -> object:
         code = 0
         try:
             os.close(read_end)
-            if is_root():
-                os.setgroups([])
-                os.setgid(65534)
-                os.setuid(65534)
+            setup()
             try:
                 outcome: object = ("returned", call())
             except Exception as exc:
@@ -189,22 +196,39 @@ def unprivileged(call: Callable[[], object]) -> object:
             os.write(write_end, pickle.dumps(outcome))
         except BaseException:
             code = 1
+            traceback.print_exc()
         finally:
             os._exit(code)
     os.close(write_end)
     with os.fdopen(read_end, "rb") as pipe:
         payload = pipe.read()
     _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0, "the unprivileged child failed"
+    assert os.waitstatus_to_exitcode(status) == 0, "the child failed"
     how, value = pickle.loads(payload)
     if how == "raised":
         raise value
     return value
 
 
+def _give_up_root() -> None:
+    if is_root():
+        os.setgroups([])
+        os.setgid(65534)
+        os.setuid(65534)
+
+
+def unprivileged(call: Callable[[], object]) -> object:
+    """``call()`` in a forked child that has given up root: its result, or the exception it raised.
+
+    The child takes uid and gid 65534 (nobody) when it runs as root, so it
+    can no longer read what only root can.
+    """
+    return in_child(call, _give_up_root)
+
+
 def check_note() -> str:
     """What ``check`` says on standard error about the reader: only where the compiled one failed to build."""
-    if _reader.ACCELERATED or _reader.NO_EXTENSIONS:
+    if _native.ACCELERATED or _native.NO_EXTENSIONS:
         return ""
     return (
         "toolnexus-soul: note: pure-Python reader: the compiled one is not built here;"

@@ -5,6 +5,14 @@
     python memory_worker.py append  HOME WORKER SEED COUNT   # a shell's `echo "- note" >> MEMORY.md`
     python memory_worker.py rename  HOME WORKER SEED COUNT   # an editor saving by rename
     python memory_worker.py inplace HOME WORKER SEED COUNT   # an editor saving in place
+    python memory_worker.py split   HOME WORKER SEED COUNT   # an append in two writes, 0.5-4.5 ms apart
+    python memory_worker.py halves  HOME WORKER SEED COUNT   # a save in place in two writes, 0.5-4.5 ms apart
+    python memory_worker.py truncate HOME WORKER SEED COUNT  # append a line, then empty the file
+    python memory_worker.py unsave  HOME WORKER SEED COUNT   # append a line, then save by rename without it
+    python memory_worker.py rm      HOME WORKER SEED COUNT   # append a line, then remove the file
+
+``TNS_NO_EXCHANGE=1`` in the environment makes the tool's workers act as on a
+file system without ``RENAME_EXCHANGE``.
 
 Each prints one line per operation, flushed, once it is done: ``add TOKEN``,
 ``replace TOKEN``, ``remove TOKEN`` (or ``refused TOKEN``). ``operations``
@@ -15,6 +23,7 @@ can replay what a killed worker did. Every entry holds one token,
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import sys
@@ -62,6 +71,10 @@ def say(line: str) -> None:
 
 
 def run_tool(home: str, worker: str, seed: int, count: int) -> None:
+    if os.environ.get("TNS_NO_EXCHANGE") == "1":
+        from toolnexus.agents._memory import _system
+
+        _system.exchange = lambda dirfd, first, second: False
     tool = memory_tool(home, limit=10**9)
     for action, tok, text in operations(worker, seed, count):
         try:
@@ -82,6 +95,31 @@ def run_naive(home: str, worker: str, seed: int, count: int) -> None:
         say(f"add {tok}")
 
 
+def run_remover(mode: str, home: str, worker: str, seed: int, count: int) -> None:
+    """A person who writes a line and then removes it: by truncating, by a save without it, by rm."""
+    rng = random.Random(f"{worker}:{seed}")
+    path = Path(home) / "MEMORY.md"
+    for number in range(count):
+        tok = token(worker, number)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        os.write(fd, f"- old {tok} from {mode}\n".encode())
+        os.close(fd)
+        time.sleep(rng.random() * 0.002)
+        if mode == "truncate":
+            os.truncate(path, 0)
+        elif mode == "rm":
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+        else:
+            data = path.read_bytes() if path.exists() else b""
+            kept = b"".join(line for line in data.splitlines(keepends=True) if b"- old <" not in line)
+            temp = path.with_name(f"MEMORY.md.editor-{worker}")
+            temp.write_bytes(kept)
+            os.replace(temp, path)
+        say(f"add {tok}")
+        time.sleep(rng.random() * 0.002)
+
+
 def run_external(mode: str, home: str, worker: str, seed: int, count: int) -> None:
     """A writer that takes no lock: a shell's append, or an editor's save by rename or in place."""
     rng = random.Random(f"{worker}:{seed}")
@@ -93,6 +131,24 @@ def run_external(mode: str, home: str, worker: str, seed: int, count: int) -> No
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             os.write(fd, line)
             os.close(fd)
+        elif mode == "split":  # one save, two writes, a gap between
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            cut = rng.randrange(1, len(line))
+            os.write(fd, line[:cut])
+            time.sleep(rng.uniform(0.0005, 0.0045))
+            os.write(fd, line[cut:])
+            os.close(fd)
+        elif mode == "halves":  # an editor's save in place, in two writes
+            data = path.read_bytes() if path.exists() else b""
+            if data and not data.endswith(b"\n"):
+                data += b"\n"
+            whole = data + line
+            fd = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_CREAT, 0o644)
+            cut = rng.randrange(1, len(whole))
+            os.write(fd, whole[:cut])
+            time.sleep(rng.uniform(0.0005, 0.0045))
+            os.write(fd, whole[cut:])
+            os.close(fd)
         else:
             data = path.read_bytes() if path.exists() else b""
             if data and not data.endswith(b"\n"):
@@ -102,7 +158,8 @@ def run_external(mode: str, home: str, worker: str, seed: int, count: int) -> No
                 temp.write_bytes(data + line)
                 os.replace(temp, path)
             else:
-                with open(path, "r+b") as handle:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)  # the file may not be there yet
+                with open(fd, "r+b") as handle:
                     handle.write(data + line)
                     handle.truncate()
         say(f"add {tok}")
@@ -115,6 +172,8 @@ def main() -> None:
         run_tool(home, worker, int(seed), int(count))
     elif mode == "naive":
         run_naive(home, worker, int(seed), int(count))
+    elif mode in ("truncate", "unsave", "rm"):
+        run_remover(mode, home, worker, int(seed), int(count))
     else:
         run_external(mode, home, worker, int(seed), int(count))
 

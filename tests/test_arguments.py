@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from toolnexus.agents import _reader, compose, compose_soul
+from toolnexus.agents import compose, compose_soul
 from toolnexus.agents._format import layout
-from toolnexus.agents._reader import ReaderName
+from twins import ReaderName, load
 
 
 class BadPath:
@@ -128,17 +129,25 @@ def test_options_are_keyword_only(home: Path) -> None:
 
 
 def test_reader_rejects_bad_arguments(reader: ReaderName) -> None:
-    compose_homes = _reader.load(reader).compose_homes
+    compose_homes: Any = load(reader).compose_homes  # handed what a reader cannot take, on purpose
     one = layout(("SOUL.md",), 10)
     with pytest.raises(ValueError, match=r"^cap must be >= 1$"):
-        compose_homes([b"/tmp"], [b"SOUL.md"], 0, 0, one)
+        compose_homes([b"/tmp"], [b"SOUL.md"], 0, "follow", one)
     with pytest.raises(ValueError, match=r"^embedded null byte$"):
-        compose_homes([b"/tmp\0"], [b"SOUL.md"], 10, 0, one)
+        compose_homes([b"/tmp\0"], [b"SOUL.md"], 10, "follow", one)
     with pytest.raises(TypeError, match=r"^names must be bytes, not str$"):
-        compose_homes([b"/tmp"], [b"AGENTS.md", "SOUL.md"], 10, 0, layout(("AGENTS.md", "SOUL.md"), 10))
-    with pytest.raises(TypeError, match=r"^directories must be bytes, not str$"):
-        compose_homes(["/tmp"], [b"SOUL.md"], 10, 0, one)
+        compose_homes(
+            [b"/tmp"], [b"AGENTS.md", "SOUL.md"], 10, "follow", layout(("AGENTS.md", "SOUL.md"), 10)
+        )
+    with pytest.raises(TypeError, match=r"^homes must be bytes, not str$"):
+        compose_homes(["/tmp"], [b"SOUL.md"], 10, "follow", one)
+    with pytest.raises(
+        ValueError, match=r"^symlinks must be one of follow, within, refuse, within-portable, not 'x'$"
+    ):
+        compose_homes([b"/tmp"], [b"SOUL.md"], 10, "x", one)
     with pytest.raises(ValueError, match=r"^layout must have one file name and two heads per name$"):
-        compose_homes([b"/tmp"], [b"AGENTS.md", b"SOUL.md"], 10, 0, one)
+        compose_homes([b"/tmp"], [b"AGENTS.md", b"SOUL.md"], 10, "follow", one)
     with pytest.raises(TypeError, match=r"^layout must hold str only$"):
-        compose_homes([b"/tmp"], [b"SOUL.md"], 10, 0, (("SOUL.md",), (None,), ("\n\n## SOUL.md\n\n",), ""))
+        compose_homes(
+            [b"/tmp"], [b"SOUL.md"], 10, "follow", (("SOUL.md",), (None,), ("\n\n## SOUL.md\n\n",), "")
+        )

@@ -166,15 +166,16 @@ def test_head_and_tail_cut_at_line_boundaries(home: Path, write: Writer) -> None
     assert soul.files[6] == FileReport(
         "MEMORY.md",
         FileStatus.PRESENT,
-        size=320,
+        bytes_read=320,
+        size_on_disk=320,
         cut=True,
         kept=94,
         left_out=225,
         kept_bytes=94,
         left_out_bytes=225,
     )
-    assert soul.cut == ("MEMORY.md",)
-    assert soul.truncated == ()
+    assert soul.cut_files == ("MEMORY.md",)
+    assert soul.truncated_files == ()
     assert soul.used == len(soul.text)
 
 
@@ -193,7 +194,8 @@ def test_a_file_within_its_share_is_whole(home: Path, write: Writer) -> None:
     assert soul.files[1] == FileReport(
         "SOUL.md",
         FileStatus.PRESENT,
-        size=14,
+        bytes_read=14,
+        size_on_disk=14,
         cut=False,
         kept=14,
         left_out=0,
@@ -207,13 +209,21 @@ def test_no_room_leaves_files_out_from_the_end(home: Path, write: Writer) -> Non
     write("AGENTS.md", "a" * 50)
     write("SOUL.md", "s" * 50)
     empty = compose(home, budget=Budget(total=10))
-    assert (empty.text, empty.found, empty.cut) == ("", (), ("AGENTS.md", "SOUL.md"))
+    assert (empty.text, empty.found, empty.cut_files) == ("", (), ("AGENTS.md", "SOUL.md"))
     # Both files, cut, would need their headings and two markers: more than
     # 80. AGENTS.md alone fits whole; SOUL.md, last in the order, is left out.
     soul = compose(home, budget=Budget(total=80))
     assert soul.text == "## AGENTS.md\n\n" + "a" * 50
     assert soul.files[1] == FileReport(
-        "SOUL.md", FileStatus.PRESENT, size=50, cut=True, kept=0, left_out=50, kept_bytes=0, left_out_bytes=50
+        "SOUL.md",
+        FileStatus.PRESENT,
+        bytes_read=50,
+        size_on_disk=50,
+        cut=True,
+        kept=0,
+        left_out=50,
+        kept_bytes=0,
+        left_out_bytes=50,
     )
     assert compose_soul(home, budget=Budget(total=80)) == (soul.text, ["AGENTS.md"])
 
@@ -255,7 +265,7 @@ def test_a_big_memory_cannot_starve_a_small_soul(home: Path, write: Writer) -> N
     assert soul.text.startswith(f"## SOUL.md\n\n{soul_text}\n\n## MEMORY.md\n\n- a note, newest last\n")
     assert soul.text.endswith("- a note, newest last\n- the newest note")  # the end of MEMORY.md is kept
     assert len(soul.text) <= 2000
-    assert soul.cut == ("MEMORY.md",)
+    assert soul.cut_files == ("MEMORY.md",)
     assert soul.near_limit
     memory = soul.files[6]
     assert memory.size < 20_000  # read: what the budget can keep, not 2.2 MB
@@ -272,7 +282,7 @@ def test_files_beyond_the_cap_keep_their_end(home: Path, write: Writer) -> None:
     soul = compose(home, max_file_bytes=1024, budget=Budget(total=100_000))
     assert soul.text.endswith("old\nold\nnewest")
     assert "[truncated" not in soul.text
-    assert soul.files[6].size <= 1025
+    assert soul.files[6].bytes_read <= 1025
     assert soul.files[6].cut
 
 
@@ -300,7 +310,7 @@ def test_a_tokenizer_count(home: Path, write: Writer) -> None:
     soul = compose(home, budget=Budget(total=700, count=tokens))
     assert tokens(soul.text) <= 700
     assert soul.used == tokens(soul.text)
-    assert soul.cut == ("MEMORY.md",)
+    assert soul.cut_files == ("MEMORY.md",)
     assert soul.files[1].cut is False
 
 
@@ -342,7 +352,9 @@ def test_the_report_says_what_the_budget_did(home: Path, write: Writer) -> None:
     assert files[6] == {
         "name": "MEMORY.md",
         "status": "present",
+        "bytes_read": 319,
         "size": 319,
+        "size_on_disk": 319,
         "truncated": False,
         "stable": True,
         "errno": None,
@@ -354,7 +366,12 @@ def test_the_report_says_what_the_budget_did(home: Path, write: Writer) -> None:
         "left_out_bytes": 225,
     }
     plain = compose(home).as_dict()
-    assert (plain["budget"], plain["used"], plain["cut"], plain["near_limit"]) == (None, None, [], False)
+    assert (plain["budget"], plain["used"], plain["cut_files"], plain["near_limit"]) == (
+        None,
+        None,
+        [],
+        False,
+    )
     assert list(plain) == list(record)  # the same keys, with a budget or without
 
 
@@ -426,7 +443,7 @@ def test_cli_batch_with_a_budget(home: Path, write: Writer, capsys: Capture) -> 
     write("MEMORY.md", LINES)
     assert main(["batch", str(home), "--budget", "120", "--keep", "head", "--count", "bytes"]) == 0
     record = json.loads(capsys.readouterr().out)
-    assert record["cut"] == ["MEMORY.md"]
+    assert record["cut_files"] == ["MEMORY.md"]
     assert record["used"] <= 120
     assert record["text"] == compose(home, budget=Budget(total=120, keep="head", count=utf8_bytes)).text
 
@@ -449,11 +466,12 @@ def test_a_file_that_fits_is_whole_up_to_the_cap(home: Path, write: Writer) -> N
     assert plain == "## MEMORY.md\n\n" + "a" * 2_000_000
     for budget in (Budget(total=10_000_000), Budget(), Budget(per_file=2_000_000)):
         soul = compose(home, budget=budget)
-        assert (soul.text, soul.cut) == (plain, ())
+        assert (soul.text, soul.cut_files) == (plain, ())
         assert soul.files[6] == FileReport(
             "MEMORY.md",
             FileStatus.PRESENT,
-            size=2_000_000,
+            bytes_read=2_000_000,
+            size_on_disk=2_000_000,
             cut=False,
             kept=2_000_000,
             left_out=0,
@@ -473,8 +491,12 @@ def test_white_space_counts_after_the_trim(home: Path, write: Writer) -> None:
     write("SOUL.md", "x" + " " * 1000)
     for total in (13, 54, 55, 57):
         soul = compose(home, budget=Budget(total=total))
-        assert (soul.text, soul.cut) == ("## SOUL.md\n\nx", ())
-        assert (soul.files[1].size, soul.files[1].kept_bytes, soul.files[1].left_out_bytes) == (1001, 1, 0)
+        assert (soul.text, soul.cut_files) == ("## SOUL.md\n\nx", ())
+        assert (soul.files[1].bytes_read, soul.files[1].kept_bytes, soul.files[1].left_out_bytes) == (
+            1001,
+            1,
+            0,
+        )
 
 
 def test_blank_lines_do_not_push_another_file_out(home: Path, write: Writer) -> None:
@@ -491,7 +513,7 @@ def test_a_large_padded_file_is_its_trimmed_body(home: Path, write: Writer) -> N
     write("SOUL.md", body + " " * (1_677_717 - len(body)))
     soul = compose(home, budget=Budget(total=100_000))
     assert soul.text == "## SOUL.md\n\n" + body
-    assert soul.cut == ()
+    assert soul.cut_files == ()
 
 
 def test_a_count_whose_unit_spans_many_bytes(home: Path, write: Writer) -> None:
@@ -510,11 +532,11 @@ def test_a_base64_key_in_memory_under_a_word_count(home: Path, write: Writer) ->
     plain = compose(home).text
     assert words(plain) == 17
     soul = compose(home, budget=Budget(total=17, count=words))
-    assert (soul.text, soul.cut) == (plain, ())
+    assert (soul.text, soul.cut_files) == (plain, ())
     # Fair share: SOUL.md fits its equal share whatever MEMORY.md holds.
     write("MEMORY.md", " ".join(f"note{n}" for n in range(5000)) + f" {key}")
     soul = compose(home, budget=Budget(total=22, count=words))
-    assert soul.cut == ("MEMORY.md",)
+    assert soul.cut_files == ("MEMORY.md",)
     assert soul.text.startswith("## SOUL.md\n\nYou are Aster, calm and precise.\n\n## MEMORY.md\n\n")
     assert words(soul.text) <= 22
 
@@ -537,7 +559,8 @@ def test_cuts_over_the_cap_keep_the_line_rules(home: Path, write: Writer) -> Non
     assert soul.files[6] == FileReport(
         "MEMORY.md",
         FileStatus.PRESENT,
-        size=4006,
+        bytes_read=4006,
+        size_on_disk=8490,
         cut=True,
         kept=3758,
         left_out=None,
@@ -548,11 +571,11 @@ def test_cuts_over_the_cap_keep_the_line_rules(home: Path, write: Writer) -> Non
 
 def test_the_size_is_what_was_read(home: Path, write: Writer) -> None:
     write("MEMORY.md", "m" * 1000)
-    assert compose(home, budget=Budget(total=200)).files[6].size == 1000
+    assert compose(home, budget=Budget(total=200)).files[6].bytes_read == 1000
     write("MEMORY.md", "m" * 796)
-    assert compose(home, max_file_bytes=1000, budget=Budget(per_file=100)).files[6].size == 796
+    assert compose(home, max_file_bytes=1000, budget=Budget(per_file=100)).files[6].bytes_read == 796
     write("MEMORY.md", "m" * 3_000_000)
-    read = compose(home, budget=Budget(total=20_000)).files[6].size
+    read = compose(home, budget=Budget(total=20_000)).files[6].bytes_read
     assert 20_000 < read < 4 * 20_000 + 100  # its start and end (4 bytes a character at most), not the file
 
 
@@ -617,7 +640,15 @@ def test_a_file_over_the_cap_read_to_its_last_byte_is_exact(home: Path, write: W
     soul = compose(home, max_file_bytes=10, budget=Budget(total=1000))
     assert soul.text == f"## SOUL.md\n\n{marker('SOUL.md', 1)}"
     assert soul.files[1] == FileReport(
-        "SOUL.md", FileStatus.PRESENT, size=11, cut=True, kept=0, left_out=1, kept_bytes=0, left_out_bytes=1
+        "SOUL.md",
+        FileStatus.PRESENT,
+        bytes_read=11,
+        size_on_disk=11,
+        cut=True,
+        kept=0,
+        left_out=1,
+        kept_bytes=0,
+        left_out_bytes=1,
     )
     write("SOUL.md", " " * 11)  # over the cap, and an empty body: nothing to mark
     assert compose(home, max_file_bytes=10, budget=Budget(total=1000)).text == "## SOUL.md\n\n"
@@ -648,7 +679,7 @@ def test_a_super_additive_count_lowers_the_total_no_further_than_it_must(home: P
 def test_bytes_never_read_count_as_left_out_even_if_blank(home: Path) -> None:
     (home / "MEMORY.md").write_bytes(b"\n" * 3_000_000)  # cap 2 MiB: e = 419,430; 902,848 never read
     soul = compose(home, budget=Budget(total=20_000))
-    assert (soul.text, soul.cut) == (
+    assert (soul.text, soul.cut_files) == (
         "## MEMORY.md\n\n[... 902,848 bytes of MEMORY.md left out ...]",
         ("MEMORY.md",),
     )
@@ -660,7 +691,7 @@ def test_bytes_never_read_count_as_left_out_even_if_blank(home: Path) -> None:
 def test_a_file_one_byte_over_the_cap_is_read_whole(home: Path) -> None:
     (home / "MEMORY.md").write_bytes(b" " * 51)
     soul = compose(home, max_file_bytes=50, budget=Budget(total=1000))
-    assert (soul.text, soul.cut, soul.files[-1].cut, soul.files[-1].size) == (
+    assert (soul.text, soul.cut_files, soul.files[-1].cut, soul.files[-1].bytes_read) == (
         "## MEMORY.md\n\n",
         (),
         False,

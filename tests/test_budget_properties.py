@@ -114,7 +114,7 @@ def run_laws(
     event("a file over the cap" if any(len(d) > cap for d in files.values()) else "every file within the cap")
     part = [r.name for r in soul.files if r.size and r.size < len(files[r.name])]  # type: ignore[attr-defined]
     event("a file within the cap read in part" if any(len(files[n]) <= cap for n in part) else "no such file")
-    event("a file cut" if soul.cut else "nothing cut")  # type: ignore[attr-defined]
+    event("a file cut" if soul.cut_files else "nothing cut")  # type: ignore[attr-defined]
     event("a file left out" if len(soul.found) < len(files) else "none left out")  # type: ignore[attr-defined]
     check_laws(files, order, cap, budget, soul, plain, additive)  # type: ignore[arg-type]
 
@@ -147,4 +147,4 @@ def test_an_unlimited_budget_changes_nothing(files: dict[str, bytes]) -> None:
     for budget in (Budget(), Budget(total=10**9), Budget(per_file=10**9)):
         soul, plain = composed_both(files, order, 2**21, budget)
         assert soul.text == plain  # type: ignore[attr-defined]
-        assert soul.cut == ()  # type: ignore[attr-defined]
+        assert soul.cut_files == ()  # type: ignore[attr-defined]

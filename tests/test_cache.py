@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from conftest import Writer, make_homes
-from toolnexus.agents import BootstrapFileError, CacheStats, SoulCache, Validate, _fresh_stat, compose
+from toolnexus.agents import BootstrapFileError, CacheStats, SoulCache, Validate, compose
+from toolnexus.agents._cache import _stat as _fresh_stat
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import Writer, fork, is_root, make_homes
-from toolnexus.agents import CacheStats, NotificationError, SoulCache, _reader, acompose, compose_many
+from toolnexus.agents import CacheStats, NotificationError, SoulCache, _native, acompose, compose_many
 
 if not sys.platform.startswith("linux"):
     pytest.skip("inotify is Linux's", allow_module_level=True)
@@ -227,7 +227,7 @@ def overflowing_cache(monkeypatch: pytest.MonkeyPatch) -> SoulCache:
         saved = limit.read_text()
         limit.write_text("16\n")  # read when a queue is made: only this cache's queue is small
         try:
-            cache._notifications._open(_reader.notifier)
+            cache._notifications._open(_native.notifier)
         finally:
             limit.write_text(saved)
     return cache
@@ -261,8 +261,8 @@ def test_watch_exhaustion_moves_the_home_to_stat(
     def exhausted(fd: int, path: bytes, mask: int) -> int:
         raise OSError(errno.ENOSPC, "No space left on device", path)
 
-    assert _reader.notifier is not None
-    monkeypatch.setattr(_reader.notifier, "add_watch", exhausted)
+    assert _native.notifier is not None
+    monkeypatch.setattr(_native.notifier, "add_watch", exhausted)
     with SoulCache() as auto:
         assert auto.compose(home).text == "## SOUL.md\n\nsoul"
         assert auto.stats.stat_checked == 1
@@ -281,8 +281,8 @@ def test_no_queue_to_be_had_says_why(home: Path, write: Writer, monkeypatch: pyt
     def none_left() -> int:
         raise OSError(errno.EMFILE, "Too many open files")
 
-    assert _reader.notifier is not None
-    monkeypatch.setattr(_reader.notifier, "open_queue", none_left)
+    assert _native.notifier is not None
+    monkeypatch.setattr(_native.notifier, "open_queue", none_left)
     with SoulCache() as auto:
         assert auto.compose(home).text == "## SOUL.md\n\nsoul"
         assert auto.stats.stat_checked == 1
@@ -299,8 +299,8 @@ def test_unreliable_filesystems_are_validated_by_stat(
     home: Path, write: Writer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     write("SOUL.md", "on a network share")
-    assert _reader.notifier is not None
-    monkeypatch.setattr(_reader.notifier, "filesystem_type", lambda path: 0x6969)
+    assert _native.notifier is not None
+    monkeypatch.setattr(_native.notifier, "filesystem_type", lambda path: 0x6969)
     with SoulCache() as auto:
         assert auto.compose(home).text == "## SOUL.md\n\non a network share"
         assert auto.stats == CacheStats(hits=0, misses=1, stale=0, size=1, maxsize=1024, stat_checked=1)
@@ -400,7 +400,7 @@ def test_compose_many_and_acompose_share_the_cache(tmp_path: Path, cache: SoulCa
 
 @pytest.mark.reader_independent
 def test_notify_without_inotify_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_reader, "notifier", None)
+    monkeypatch.setattr(_native, "notifier", None)
     with pytest.raises(NotificationError) as caught:
         SoulCache(validate="notify")
     assert str(caught.value) == f"validate='notify' needs inotify, which {sys.platform} does not have"

@@ -38,12 +38,16 @@ def test_compose_prints_the_soul_byte_exact(home: Path, write: Writer, capsys: C
     )
 
 
-def file_record(name: str, status: str = "missing", **fields: object) -> dict[str, object]:
-    """One file's JSON report, as every JSON output has it: all twelve keys."""
+def file_record(
+    name: str, status: str = "missing", read: int = 0, on_disk: int | None = None, **fields: object
+) -> dict[str, object]:
+    """One file's JSON report, as every JSON output has it: all fourteen keys."""
     record: dict[str, object] = {
         "name": name,
         "status": status,
-        "size": 0,
+        "bytes_read": read,
+        "size": read,
+        "size_on_disk": on_disk,
         "truncated": False,
         "stable": True,
         "errno": errno.ENOENT if status == "missing" else None,
@@ -67,8 +71,8 @@ def test_compose_json(home: Path, write: Writer, capsys: Capture) -> None:
         "dir": str(home),
         "text": text,
         "found": ["SOUL.md"],
-        "truncated": ["SOUL.md"],
-        "cut": [],
+        "truncated_files": ["SOUL.md"],
+        "cut_files": [],
         "used": None,
         "near_limit": False,
         "budget": None,
@@ -77,7 +81,7 @@ def test_compose_json(home: Path, write: Writer, capsys: Capture) -> None:
         "symlinks": "follow",
         "files": [
             file_record("AGENTS.md"),
-            file_record("SOUL.md", "present", size=5, truncated=True),
+            file_record("SOUL.md", "present", read=5, on_disk=6, truncated=True),
             file_record("IDENTITY.md"),
             file_record("USER.md", "not a regular file", error="is a directory"),
             file_record("TOOLS.md"),
@@ -113,7 +117,7 @@ def test_compose_bad_cap(home: Path, capsys: Capture, monkeypatch: pytest.Monkey
         " [--symlinks {follow,within,refuse}] [--files NAME,...] [--budget N] [--per-file N]"
         " [--keep {head+tail,head}] [--count {chars,bytes}] DIR",
         "toolnexus-soul compose: error: argument --max-file-bytes:"
-        " must be between 1 and 9223372036854775806, not 0",
+        " must be between 1 and 9223372036854775806, got 0",
     ]
 
 
@@ -272,8 +276,8 @@ def test_batch_to_jsonl(tmp_path: Path, capsys: Capture) -> None:
         "dir": homes[0],
         "text": "## SOUL.md\n\nsoul 0",
         "found": ["SOUL.md"],
-        "truncated": [],
-        "cut": [],
+        "truncated_files": [],
+        "cut_files": [],
         "used": None,
         "near_limit": False,
         "budget": None,
@@ -282,11 +286,11 @@ def test_batch_to_jsonl(tmp_path: Path, capsys: Capture) -> None:
         "symlinks": "follow",
         "files": [
             file_record("AGENTS.md"),
-            file_record("SOUL.md", "present", size=6),
+            file_record("SOUL.md", "present", read=6, on_disk=6),
             *(file_record(n) for n in ("IDENTITY.md", "USER.md", "TOOLS.md", "HEARTBEAT.md", "MEMORY.md")),
         ],
     }
-    assert records[2]["found"] == records[2]["truncated"] == ["SOUL.md", "TOOLS.md"]
+    assert records[2]["found"] == records[2]["truncated_files"] == ["SOUL.md", "TOOLS.md"]
 
 
 def test_batch_from_file_and_stdin(tmp_path: Path, capsys: Capture, monkeypatch: pytest.MonkeyPatch) -> None:

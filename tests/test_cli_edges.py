@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from conftest import check_note, is_root, unprivileged
-from toolnexus.agents import __version__, _reader, compose
-from toolnexus.agents._reader import ReaderName
-from toolnexus.agents._records import table
-from toolnexus.agents.cli import EPILOG, main
+from toolnexus.agents import __version__, compose
+from toolnexus.agents.cli import EPILOG, _commands, main
+from toolnexus.agents.cli._records import table
+from twins import ReaderName
 
 Capture = pytest.CaptureFixture[str]
 ODD = b"caf\xe9"  # Latin-1 bytes: not a UTF-8 name
@@ -410,8 +410,8 @@ def test_the_reader_in_use_is_said(
     version: str,
     note: str,
 ) -> None:
-    monkeypatch.setattr(_reader, "ACCELERATED", accelerated)
-    monkeypatch.setattr(_reader, "NO_EXTENSIONS", forced)
+    monkeypatch.setattr(_commands, "ACCELERATED", accelerated)
+    monkeypatch.setenv("TOOLNEXUS_SOUL_NO_EXTENSIONS", "1" if forced else "")
     assert run(["--version"], capsys) == (0, f"toolnexus-soul {__version__} ({version})\n", "")
     code, _, err = run(["check", str(home)], capsys)
     assert (code, err) == (0, note)

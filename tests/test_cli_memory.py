@@ -224,7 +224,7 @@ def test_list_escapes_every_line_break_that_is_not_an_entrys(home: Path, capsys:
     assert run(["memory", str(home), "list"], capsys) == (
         0,
         "- fake\\x0dhere\n- ls\\u2028## SOUL.md\n- ps\\u2029x\n- nel\\x85y\n"
-        "- vt\\x0bz ff\\x0cw fs\\x1cq\n- C:\\Users\\me\n  continues\n",
+        "- vt\\x0bz ff\\x0cw fs\\x1cq\n- C:\\\\Users\\\\me\n  continues\n",
         "",
     )
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from toolnexus.agents import compose
-from toolnexus.agents._reader import ReaderName
+from twins import ReaderName
 
 LINUX = sys.platform.startswith("linux")
 needs_dev_full = pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")

@@ -13,12 +13,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import TWINS
-from toolnexus.agents import _reader
+from twins import load
 
 if "compiled" not in TWINS:
     pytest.skip("--pure-only: the decoder is the compiled reader's own", allow_module_level=True)
 pytestmark = pytest.mark.reader_independent  # the decoder is the compiled reader's own
-COMPILED = _reader.load("compiled")
+COMPILED = load("compiled")
 HARNESS = Path(__file__).parent / "native" / "utf8_check.c"
 
 # Text in every width and script the decoder has a path for, and bytes of

@@ -20,8 +20,7 @@ import pytest
 
 from conftest import Writer, compose_files
 from toolnexus.agents import FileReport, FileStatus, SymlinkPolicy, compose, compose_soul
-from toolnexus.agents._reader import ReaderName
-from toolnexus.agents._vocabulary import Policy, Status
+from twins import ReaderName
 
 TESTS = str(Path(__file__).resolve().parent)
 
@@ -71,8 +70,8 @@ def test_rewrite_in_place_is_caught_by_the_re_read(reader: ReaderName, tmp_path:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("policy", [Policy.WITHIN, Policy.WITHIN_PORTABLE], ids=["openat2", "portable"])
-def test_within_under_a_symlink_swap_attack(reader: ReaderName, policy: Policy, tmp_path: Path) -> None:
+@pytest.mark.parametrize("policy", ["within", "within-portable"], ids=["openat2", "portable"])
+def test_within_under_a_symlink_swap_attack(reader: ReaderName, policy: str, tmp_path: Path) -> None:
     # A thread swaps SOUL.md between a file inside the home and a symlink to
     # a host file, 10,000 times, while this one reads: nothing from outside
     # may ever appear. Both ways of "within" are attacked: openat2, and the
@@ -120,12 +119,12 @@ def test_within_under_a_symlink_swap_attack(reader: ReaderName, policy: Policy, 
     # the portable check, stop being a link between readlink and open
     # (unreadable, EINVAL, for that one call): never the secret.
     assert seen <= {
-        (Status.PRESENT, "## SOUL.md\n\nharmless persona text"),
-        (Status.REFUSED, ""),
-        (Status.MISSING, ""),
-        (Status.UNREADABLE, ""),
+        (FileStatus.PRESENT, "## SOUL.md\n\nharmless persona text"),
+        (FileStatus.REFUSED, ""),
+        (FileStatus.MISSING, ""),
+        (FileStatus.UNREADABLE, ""),
     }
-    assert (Status.PRESENT, "## SOUL.md\n\nharmless persona text") in seen
+    assert (FileStatus.PRESENT, "## SOUL.md\n\nharmless persona text") in seen
 
 
 def test_ten_gigabyte_sparse_file(reader: ReaderName, home: Path) -> None:
@@ -142,7 +141,7 @@ def test_ten_gigabyte_sparse_file(reader: ReaderName, home: Path) -> None:
         "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
         f"soul = compose({str(home)!r}, max_file_bytes=1024 * 1024)\n"
         "after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
-        "print(soul.files[6].size, soul.files[6].truncated, len(soul.text), after - before)\n"
+        "print(soul.files[6].bytes_read, soul.files[6].truncated, len(soul.text), after - before)\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120

@@ -12,6 +12,7 @@ import threading
 import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,13 +20,14 @@ from conftest import fork
 from toolnexus.agents import (
     BootstrapFileError,
     Soul,
-    _reader,
+    _native,
     acompose,
     acompose_soul,
     compose,
     compose_many,
     compose_soul,
 )
+from toolnexus.agents._vocabulary import Composed, Excerpt
 
 
 def make_homes(root: Path, count: int) -> list[Path]:
@@ -182,13 +184,22 @@ def test_async_wrappers_run_off_the_event_loop(tmp_path: Path, monkeypatch: pyte
     (home,) = make_homes(tmp_path, 1)
     (home / "SOUL.md").write_text("async soul")
     threads: list[int] = []
-    compose_homes = _reader.compose_homes
+    reader = _native.reader
 
-    def recording(*args: object) -> object:
-        threads.append(threading.get_ident())
-        return compose_homes(*args)  # type: ignore[arg-type]
+    class Recording:
+        """The reader, noting the thread of each compose."""
 
-    monkeypatch.setattr(_reader, "compose_homes", recording)
+        def compose_homes(self, *args: Any) -> list[Composed]:
+            threads.append(threading.get_ident())
+            return reader.compose_homes(*args)
+
+        def read_excerpts(self, *args: Any) -> tuple[Excerpt, ...]:
+            return reader.read_excerpts(*args)
+
+        def decode_utf8(self, data: bytes) -> str:
+            return reader.decode_utf8(data)
+
+    monkeypatch.setattr(_native, "reader", Recording())
 
     async def main() -> tuple[Soul, tuple[str, list[str]], int]:
         soul = await acompose(home, symlinks="within")

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conftest import is_root, unprivileged
+from conftest import is_root, tool_files, unprivileged
 from toolnexus.agents import (
     AmbiguousMatch,
     InvalidEntry,
@@ -35,7 +35,7 @@ from toolnexus.agents import (
     compose,
     memory_tool,
 )
-from toolnexus.agents._memory_format import (
+from toolnexus.agents._memory._entries import (
     Entry,
     entries,
     newline_of,
@@ -177,7 +177,7 @@ def test_a_file_that_is_not_there_is_made_by_the_first_add(home: Path) -> None:
     assert (tool.entries(), tool.usage(), tool.name) == ((), MemoryUsage(0, 0, 1375), "user_memory")
     tool.add("Dr. Okonkwo-Sato reads on a phone.")
     assert (home / "USER.md").read_text() == "- Dr. Okonkwo-Sato reads on a phone.\n"
-    assert sorted(os.listdir(home)) == [".USER.md.lock", "USER.md"]
+    assert sorted(os.listdir(home)) == [".USER.md.lock", "USER.md"]  # a new file replaces none
 
 
 @independent
@@ -427,7 +427,7 @@ def test_a_model_call_and_its_answers(home: Path, memory: Path) -> None:
         "action": "add",
         "message": f"Added the entry. {holds.format('4 entries', 180)} The change shows in your prompt from"
         " the next session.",
-        "entries": 4,
+        "entry_count": 4,
         "used": 180,
         "limit": 2200,
     }
@@ -437,7 +437,7 @@ def test_a_model_call_and_its_answers(home: Path, memory: Path) -> None:
         "action": "replace",
         "message": f"Replaced the entry. {holds.format('3 entries', 133)} The change shows in your prompt"
         " from the next session.",
-        "entries": 3,
+        "entry_count": 3,
         "used": 133,
         "limit": 2200,
     }
@@ -454,7 +454,7 @@ def test_a_model_call_and_its_answers(home: Path, memory: Path) -> None:
         " dates"
         " (202…'; 'Last project: grain-boundary maps of th…'; 'Likes short lists.'. Give a short piece of one"
         f" entry's text, exactly as it is written. {holds.format('3 entries', 133)}",
-        "entries": 3,
+        "entry_count": 3,
         "used": 133,
         "limit": 2200,
     }
@@ -563,7 +563,7 @@ def test_an_io_error_is_an_answer_too() -> None:
             "error": "failed",
             "message": f"the memory file could not be used: {os.strerror(errno.EACCES)}. MEMORY.md holds 3"
             " entries, 160 of 2,200 characters.",
-            "entries": 3,
+            "entry_count": 3,
             "used": 160,
             "limit": 2200,
         }
@@ -667,7 +667,7 @@ def test_the_readme_example_runs_as_written(
     readme = (root / "README.md").read_text(encoding="utf-8")
     (block,) = [b for b in readme.split("```python\n")[1:] if "memory_tool(home)" in b]
     code = block.split("```", 1)[0]
-    comments = [line[2:] for line in code.splitlines() if line.startswith("# ")]
+    comments = [line.strip()[2:] for line in code.splitlines() if line.strip().startswith("# ")]
     printed = comments[comments.index("A tool call, as the model sends it:") + 1 :]
     monkeypatch.chdir(root)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
@@ -824,7 +824,7 @@ def test_entries_that_show_alike_are_copies_of_one(home: Path, data: bytes) -> N
     (home / "MEMORY.md").write_bytes(data)
     tool = memory_tool(home)
     second = data.splitlines(keepends=True)[1]
-    assert tool.remove(tool.entries()[0].strip()).entries == 1
+    assert tool.remove(tool.entries()[0].strip()).entry_count == 1
     assert (home / "MEMORY.md").read_bytes() == second  # the first of the copies
 
 
@@ -887,14 +887,15 @@ def test_a_file_named_like_a_temporary_file_keeps_its_own_files(home: Path) -> N
     (home / ".MEMORY.md.tmp-0123456789abcdef").write_text("left by a killed writer")
     (home / ".MEMORY.md.tmp-fedcba9876543210").mkdir()  # not a file the tool made: kept
     memory_tool(home).add("note for A")
-    assert sorted(os.listdir(home)) == [
+    assert tool_files(home) == [
         ".MEMORY.md.lock",
-        ".MEMORY.md.tmp-fedcba9876543210",
+        ".MEMORY.md.tmp-*",  # fedcba9876543210, the directory: not a file the tool made, kept
         ".MEMORY.md.tmp-notes.lock",
         "MEMORY.md",
         "MEMORY.md.tmp-notes",
     ]
-    assert notes.add("another note for B").entries == 2
+    assert (home / ".MEMORY.md.tmp-fedcba9876543210").is_dir()
+    assert notes.add("another note for B").entry_count == 2
 
 
 @independent
@@ -929,7 +930,7 @@ def test_apply_ends_a_kept_last_line_without_changing_it(home: Path) -> None:
 
 @independent
 def test_names_too_long_for_temporary_files_are_refused(home: Path) -> None:
-    assert memory_tool(home, file="a" * 233).add("fits").entries == 1
+    assert memory_tool(home, file="a" * 233).add("fits").entry_count == 1
     with pytest.raises(ValueError, match=r"^file must be a name of at most 233 bytes, not 234$"):
         memory_tool(home, file="a" * 234)
     with pytest.raises(ValueError, match=r"^file must be a name of at most 233 bytes, not 234$"):

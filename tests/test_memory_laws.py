@@ -21,15 +21,16 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from conftest import tool_files
 from memory_worker import operations, perform
 from toolnexus.agents import SoulCache, compose, memory_tool
-from toolnexus.agents import _memory_disk as disk
-from toolnexus.agents._memory_format import entries, with_entry_added, with_entry_replaced
+from toolnexus.agents._memory import _disk, _system
+from toolnexus.agents._memory._entries import entries, with_entry_added, with_entry_replaced
 
 WORKER = Path(__file__).with_name("memory_worker.py")
 LINUX = sys.platform.startswith("linux")
@@ -93,7 +94,7 @@ def test_threads_lose_no_update(home: Path) -> None:
         thread.join()
     expected = sum((expected_entries(w, 1, acks) for w, acks in done.items()), Counter())
     assert file_entries(home) == expected
-    assert sorted(os.listdir(home)) == [".MEMORY.md.lock", "MEMORY.md"]
+    assert tool_files(home) == [".MEMORY.md.lock", ".MEMORY.md.tmp-*", ".MEMORY.md.was-*", "MEMORY.md"]
 
 
 def run_processes(home: Path, workers: int, count: int) -> None:
@@ -136,21 +137,30 @@ def editor_saves(home: Path, line: str) -> None:
     os.replace(temp, path)
 
 
+def hook_exchange(monkeypatch: pytest.MonkeyPatch, before: Callable[[int], None]) -> list[bytes]:
+    """Call ``before(n)`` ahead of the tool's n-th exchange of names (counting from 0); the names it swaps."""
+    real = _system.Folder.exchange
+    calls: list[bytes] = []
+
+    def exchange(self: _system.Folder, first: bytes, second: bytes) -> bool:
+        before(len(calls))
+        calls.append(first)
+        return real(self, first, second)
+
+    monkeypatch.setattr(_system.Folder, "exchange", exchange)
+    return calls
+
+
 @independent
 @pytest.mark.skipif(not LINUX, reason="RENAME_EXCHANGE is Linux's")
 def test_an_editor_saving_by_rename_just_before_the_swap(
     noted: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = disk._exchange
-    calls: list[bytes] = []
-
-    def exchange(dirfd: int, first: bytes, second: bytes, flags: int = 2) -> bool:
-        if not calls:  # after the tool's check, before its swap: the worst moment
+    def editor(n: int) -> None:
+        if n == 0:  # after the tool's check, before its swap: the worst moment
             editor_saves(noted, "- the editor's line\n")
-        calls.append(first)
-        return real(dirfd, first, second, flags)
 
-    monkeypatch.setattr(disk, "_exchange", exchange)
+    calls = hook_exchange(monkeypatch, editor)
     memory_tool(noted).replace("second", "second, replaced")
     assert (noted / "MEMORY.md").read_text() == "- first\n- second, replaced\n- the editor's line\n"
     # The swap found the editor's file and swapped it back; the tool redid its change on it.
@@ -166,95 +176,105 @@ def test_a_third_writer_between_the_swap_and_the_swap_back(
 ) -> None:
     # The editor's save beats the tool's swap; then, in the microseconds before the tool
     # swaps the editor's file back, a third writer writes to the tool's text at the name.
-    real = disk._exchange
-    calls: list[bytes] = []
-
-    def exchange(dirfd: int, first: bytes, second: bytes, flags: int = 2) -> bool:
-        if not calls:
+    def writers(n: int) -> None:
+        if n == 0:
             editor_saves(noted, "- the editor's line\n")
-        elif len(calls) == 1:
-            if third == "append":
-                with open(noted / "MEMORY.md", "ab") as handle:
-                    handle.write(b"- the third writer's line\n")
-            else:
-                editor_saves(noted, "- the third writer's line\n")
-        calls.append(first)
-        return real(dirfd, first, second, flags)
+        elif n == 1 and third == "append":
+            with open(noted / "MEMORY.md", "ab") as handle:
+                handle.write(b"- the third writer's line\n")
+        elif n == 1:
+            editor_saves(noted, "- the third writer's line\n")
 
-    monkeypatch.setattr(disk, "_exchange", exchange)
+    calls = hook_exchange(monkeypatch, writers)
     memory_tool(noted).remove("first")
-    assert (noted / "MEMORY.md").read_text() == "- second\n- the editor's line\n- the third writer's line\n"
+    # The third writer's line continues the text it wrote to (the tool's): it stands before
+    # what the editor added after that text, so that it never continues the editor's.
+    assert (noted / "MEMORY.md").read_text() == "- second\n- the third writer's line\n- the editor's line\n"
     assert len(calls) == 3
+    # The editor's file, kept for a third writer's late bytes; the tool's, merged and gone.
+    assert tool_files(noted) == [".MEMORY.md.lock", ".MEMORY.md.tmp-*", ".MEMORY.md.was-*", "MEMORY.md"]
 
 
 @independent
 def test_a_new_file_never_replaces_one_that_appeared(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = disk.Session._check_unchanged
-    calls: list[disk.Version] = []
+    real = _system.Folder.rename_noreplace
+    calls: list[bytes] = []
 
-    def check(self: disk.Session, version: disk.Version) -> None:
-        real(self, version)  # no file yet, as read...
-        if not calls:  # ...and a shell creates one now
+    def rename_noreplace(self: _system.Folder, first: bytes, second: bytes) -> bool:
+        if not calls:  # no file when the tool read, and a shell creates one now
             (home / "MEMORY.md").write_text("- the shell's note\n")
-        calls.append(version)
+        calls.append(first)
+        return real(self, first, second)
 
-    monkeypatch.setattr(disk.Session, "_check_unchanged", check)
+    monkeypatch.setattr(_system.Folder, "rename_noreplace", rename_noreplace)
     memory_tool(home).add("the tool's note")
     assert (home / "MEMORY.md").read_text() == "- the shell's note\n- the tool's note\n"
-    assert len(calls) == 2
-    assert sorted(os.listdir(home)) == [".MEMORY.md.lock", "MEMORY.md"]
+    assert len(calls) == 1  # the second try found the shell's file: a swap, not a creation
+    assert tool_files(home) == [".MEMORY.md.lock", ".MEMORY.md.tmp-*", ".MEMORY.md.was-*", "MEMORY.md"]
 
 
 @independent
 @pytest.mark.skipif(not LINUX, reason="RENAME_EXCHANGE is Linux's")
 def test_a_shell_append_into_the_file_swapped_out(noted: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # A shell that opened MEMORY.md for `>>` before the swap, and writes after it.
-    real = disk._exchange
+    # A shell that opened MEMORY.md for `>>` before the change began, and writes just after the swap.
+    fd = os.open(noted / "MEMORY.md", os.O_WRONLY | os.O_APPEND)
+    try:
+        real = _system.Folder.exchange
 
-    def exchange(dirfd: int, first: bytes, second: bytes, flags: int = 2) -> bool:
-        fd = os.open(noted / "MEMORY.md", os.O_WRONLY | os.O_APPEND)
-        swapped = real(dirfd, first, second, flags)
-        os.write(fd, b"- the shell's line\n")  # lands in the file no longer at the name
+        def exchange(self: _system.Folder, first: bytes, second: bytes) -> bool:
+            swapped = real(self, first, second)
+            os.write(fd, b"- the shell's line\n")  # lands in the file no longer at the name
+            return swapped
+
+        monkeypatch.setattr(_system.Folder, "exchange", exchange)
+        memory_tool(noted).remove("first")
+    finally:
         os.close(fd)
-        return swapped
-
-    monkeypatch.setattr(disk, "_exchange", exchange)
-    memory_tool(noted).remove("first")
-    assert (noted / "MEMORY.md").read_text() == "- second\n- the shell's line\n"
+    monkeypatch.undo()
+    assert (noted / "MEMORY.md").read_text() == "- second\n"
+    memory_tool(noted).add("one more")  # the next change merges it
+    assert (noted / "MEMORY.md").read_text() == "- second\n- the shell's line\n- one more\n"
 
 
 @independent
 def test_an_editor_saving_in_place_between_read_and_write(
     noted: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = disk.Session.publish
+    real = _disk.Disk._publish
     calls: list[bytes] = []
+    editors: list[threading.Thread] = []
 
-    def publish(self: disk.Session, version: disk.Version, data: bytes) -> None:
-        if not calls:  # the tool has read and changed the text; the editor writes in place now
-            with open(noted / "MEMORY.md", "r+b") as handle:
-                handle.write(b"- first\n- second\n- in place\n")
+    def save_in_place() -> None:
+        with open(noted / "MEMORY.md", "r+b") as handle:  # waits for the tool's lease
+            handle.write(b"- first\n- second\n- in place\n")
+
+    def publish(self: _disk.Disk, version: _disk.Version, opened: object, data: bytes) -> None:
+        if not calls:  # the tool has read and changed the text; the editor opens the file now
+            editors.append(threading.Thread(target=save_in_place))
+            editors[0].start()
+            time.sleep(0.05)
         calls.append(data)
-        real(self, version, data)
+        real(self, version, opened, data)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(disk.Session, "publish", publish)
+    monkeypatch.setattr(_disk.Disk, "_publish", publish)
     memory_tool(noted).remove("first")
+    editors[0].join()
     assert (noted / "MEMORY.md").read_text() == "- second\n- in place\n"
-    assert calls[0] == b"- second\n"  # the first attempt, on a stale read: refused by the compare and swap
+    assert calls[0] == b"- second\n"  # the first try, on a read the editor was about to change: undone
 
 
 @independent
 def test_an_add_and_an_editor_saving_by_rename_at_once(noted: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = disk.Session.publish
+    real = _disk.Disk._publish
     calls: list[bytes] = []
 
-    def publish(self: disk.Session, version: disk.Version, data: bytes) -> None:
+    def publish(self: _disk.Disk, version: _disk.Version, opened: object, data: bytes) -> None:
         if not calls:  # the tool has read the file and made its text; the editor saves by rename now
             editor_saves(noted, "- the editor's line\n")
         calls.append(data)
-        real(self, version, data)
+        real(self, version, opened, data)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(disk.Session, "publish", publish)
+    monkeypatch.setattr(_disk.Disk, "_publish", publish)
     memory_tool(noted).add("the tool's note")
     assert (noted / "MEMORY.md").read_text() == "- first\n- second\n- the editor's line\n- the tool's note\n"
     assert calls == [
@@ -280,6 +300,8 @@ def external_writers_lost(home: Path, mode: str, count: int, tool_ops: int) -> i
     out, _ = other.communicate(timeout=600)
     for child in tools:
         child.communicate(timeout=600)
+    # The law: once the writer's writes are done and one more change of the tool's has run.
+    memory_tool(home, limit=10**9).add("one more change")
     written = [tok for action, tok in acknowledged(out)]
     text = (home / "MEMORY.md").read_text(encoding="utf-8")
     return sum(text.count(f"{tok} from {mode}") != 1 for tok in written)
@@ -331,9 +353,11 @@ def killed_at_random(home: Path, kills: int, rng: random.Random) -> None:
         states = list(replay(before, worker, kill, done))
         # As it was after the last acknowledged operation, or after the next one: never in between.
         assert after in states[-2:], f"kill {kill}: a state no operation leaves, after {done} operations"
-        # The lock of the dead: nobody waits on it. Its temporary files: gone at the next operation.
+        # The lock of the dead: nobody waits on it. Its temporary files: gone at the next operation
+        # (what it replaced, merged first), which keeps only the file it replaced itself.
         memory_tool(home, limit=10**9).add(f"after kill {kill}")
-        assert [name for name in os.listdir(home) if ".tmp-" in name] == []
+        leftovers = [name for name in tool_files(home) if "-" in name]
+        assert leftovers in ([], [".MEMORY.md.tmp-*", ".MEMORY.md.was-*"])
 
 
 @independent

@@ -16,13 +16,14 @@ from hypothesis import strategies as st
 
 from conftest import TWINS, compose_files
 from spec_reference import BOOTSTRAP_ORDER, WHITE_SPACE, body_text, compose_layout, notice
-from toolnexus.agents import _bodies, _capread_py, _reader, compose_soul
-from toolnexus.agents._vocabulary import FileRead, Status
-from twins import using
+from toolnexus.agents import _format, compose_soul
+from toolnexus.agents._budget import _bodies
+from toolnexus.agents._vocabulary import FileRead, FileStatus
+from twins import load, using
 
 # Each example runs on both twins side by side, so each test runs once.
 pytestmark = pytest.mark.reader_independent
-MODULES = [_reader.load(name) for name in TWINS]
+MODULES = [load(name) for name in TWINS]
 
 # Bytes that stress the rules: UTF-8 lead and continuation bytes, BOM pieces,
 # white space in one and several bytes, and the odd invalid byte.
@@ -82,7 +83,15 @@ def body_of(files: dict[str, bytes], cap: int) -> str:
 def test_readers_agree_on_one_file(data: bytes, cap: int) -> None:
     text, found, (read,) = compose_both({"SOUL.md": data}, cap)
     assert found == ("SOUL.md",)
-    assert read == (Status.PRESENT, 0, stat.S_IFREG, min(len(data), cap + 1), len(data) > cap, True)
+    assert read == (
+        FileStatus.PRESENT,
+        0,
+        stat.S_IFREG,
+        min(len(data), cap + 1),
+        len(data) > cap,
+        True,
+        len(data),
+    )
     assert text == "## SOUL.md\n\n" + body_text(data, cap)
 
 
@@ -142,11 +151,11 @@ def test_trimming_bytes_equals_trimming_text(lead: str, middle: bytes, trail: st
 def test_pure_reader_trims_bytes_as_the_format_trims_text(
     lead: str, middle: bytes, trail: str, cap: int
 ) -> None:
-    # The pure twin trims the bytes of a body before decoding it: its byte
-    # trim, on its own, against the format's reference, which trims text.
+    # The readers' whole body (the pure twin's, and the memory tool's measure),
+    # on its own, against the format's reference.
     data = lead.encode() + middle + trail.encode()
     cut = "\n" + notice(cap) if len(data) > cap else ""
-    assert _capread_py._body(data, cap) + cut == body_text(data, cap)
+    assert _format.body_text(data, cap) + cut == body_text(data, cap)
 
 
 windows = st.tuples(st.integers(0, 80), st.integers(0, 40))
@@ -163,17 +172,19 @@ def test_readers_agree_on_excerpts(data: bytes, window: tuple[int, int], extra: 
     with tempfile.TemporaryDirectory() as home:
         (Path(home) / "MEMORY.md").write_bytes(data)
         path, names = os.fsencode(home), [b"MEMORY.md", b"SOUL.md"]
-        first, *others = [module.read_excerpts(path, names, cap, 0, [window, (0, 0)]) for module in MODULES]
+        first, *others = [
+            module.read_excerpts(path, names, cap, "follow", [window, (0, 0)]) for module in MODULES
+        ]
         assert all(other == first for other in others)
     excerpt, missing = first
-    assert (missing.read.status, missing.head, missing.tail) == (Status.MISSING, None, None)
+    assert (missing.read.status, missing.head, missing.tail) == (FileStatus.MISSING, None, None)
     assert excerpt.length == len(data)
     if len(data) <= head + tail:
-        assert (excerpt.head, excerpt.tail, excerpt.read.size) == (data, None, len(data))
+        assert (excerpt.head, excerpt.tail, excerpt.read.bytes_read) == (data, None, len(data))
     else:
         last = data[max(len(data) - tail, head + tail + 1) :]
         assert (excerpt.head, excerpt.tail) == (data[: head + tail + 1], last)
-        assert excerpt.read.size == head + tail + 1 + len(last) <= min(len(data), cap + 1)
+        assert excerpt.read.bytes_read == head + tail + 1 + len(last) <= min(len(data), cap + 1)
 
 
 @example(data=b" " + b"\x80\xe2\x82\xac\x80" * 4, at=16)  # a stray continuation after a character

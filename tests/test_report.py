@@ -25,12 +25,14 @@ def test_report_matches_compose_soul(home: Path, write: Writer) -> None:
         )
     )
     assert soul.found == tuple(found) == ("AGENTS.md", "TOOLS.md")
-    assert soul.truncated == ("TOOLS.md",)
+    assert soul.truncated_files == ("TOOLS.md",)
     assert soul.max_file_bytes == 10
     assert soul.symlinks == "follow"
     assert [f.name for f in soul.files] == list(BOOTSTRAP_ORDER)
-    assert soul.files[0] == FileReport("AGENTS.md", FileStatus.PRESENT, size=10)
-    assert soul.files[4] == FileReport("TOOLS.md", FileStatus.PRESENT, size=11, truncated=True)
+    assert soul.files[0] == FileReport("AGENTS.md", FileStatus.PRESENT, bytes_read=10, size_on_disk=10)
+    assert soul.files[4] == FileReport(
+        "TOOLS.md", FileStatus.PRESENT, bytes_read=11, truncated=True, size_on_disk=20
+    )
     assert soul.files[3] == FileReport("USER.md", FileStatus.NOT_REGULAR, error="is a directory")
     assert soul.digest == hashlib.sha256(text.encode("utf-8")).hexdigest()
     assert str(soul) == text
@@ -53,7 +55,7 @@ def test_soul_is_immutable_and_comparable(home: Path, write: Writer) -> None:
     with pytest.raises(AttributeError):
         first.anything = 1
     with pytest.raises(AttributeError):
-        first.files[1].size = 0  # type: ignore[misc]
+        first.files[1].bytes_read = 0  # type: ignore[misc]
     assert isinstance(first.found, tuple)
     assert isinstance(first.files, tuple)
 
@@ -67,12 +69,20 @@ def test_as_dict(home: Path, write: Writer) -> None:
     write("SOUL.md", "soul")
     record = compose(home).as_dict()
     no_budget = {"cut": False, "kept": None, "left_out": None, "kept_bytes": None, "left_out_bytes": None}
-    missing = {"status": "missing", "size": 0, "truncated": False, "stable": True, "errno": 2}
+    missing = {
+        "status": "missing",
+        "bytes_read": 0,
+        "size": 0,
+        "size_on_disk": None,
+        "truncated": False,
+        "stable": True,
+        "errno": 2,
+    }
     assert record == {
         "text": "## SOUL.md\n\nsoul",
         "found": ["SOUL.md"],
-        "truncated": [],
-        "cut": [],
+        "truncated_files": [],
+        "cut_files": [],
         "used": None,
         "near_limit": False,
         "budget": None,
@@ -85,7 +95,9 @@ def test_as_dict(home: Path, write: Writer) -> None:
             else {
                 "name": "SOUL.md",
                 "status": "present",
+                "bytes_read": 4,
                 "size": 4,
+                "size_on_disk": 4,
                 "truncated": False,
                 "stable": True,
                 "errno": None,

@@ -175,7 +175,7 @@ def test_unreadable_file_reports_the_error() -> None:
         assert files[1] == FileReport(
             "SOUL.md", FileStatus.UNREADABLE, errno=errno.EACCES, error=os.strerror(errno.EACCES)
         )
-        assert files[3] == FileReport("USER.md", FileStatus.PRESENT, size=4)
+        assert files[3] == FileReport("USER.md", FileStatus.PRESENT, bytes_read=4, size_on_disk=4)
     finally:
         (home / "SOUL.md").chmod(stat.S_IRUSR | stat.S_IWUSR)
         for child in home.iterdir():
@@ -193,7 +193,7 @@ def test_searchable_but_unlistable_directory() -> None:
         (home / "SOUL.md").chmod(0o644)
         home.chmod(0o111)
         files = _compose_unprivileged(home)
-        assert files[1] == FileReport("SOUL.md", FileStatus.PRESENT, size=4)
+        assert files[1] == FileReport("SOUL.md", FileStatus.PRESENT, bytes_read=4, size_on_disk=4)
     finally:
         home.chmod(0o755)
         (home / "SOUL.md").unlink()

@@ -23,8 +23,7 @@ from toolnexus.agents import (
     compose,
     compose_many,
 )
-from toolnexus.agents._reader import ReaderName
-from toolnexus.agents._vocabulary import Policy, Status
+from twins import ReaderName
 
 OUTSIDE = "outside secret"
 
@@ -85,13 +84,13 @@ def test_within_keeps_only_what_resolves_beneath(layout: Path) -> None:
 def test_within_portable_fallback(reader: ReaderName, layout: Path) -> None:
     # The stand-in for kernels without openat2 admits one plain-name hop only.
     text, found, reads = compose_files(
-        reader, layout, ["SOUL.md", "USER.md", "TOOLS.md"], 100, Policy.WITHIN_PORTABLE
+        reader, layout, ["SOUL.md", "USER.md", "TOOLS.md"], 100, "within-portable"
     )
     assert (text, found) == ("## SOUL.md\n\nsoul v2", ("SOUL.md",))
     assert [(r.status, r.errno) for r in reads] == [
-        (Status.PRESENT, 0),
-        (Status.REFUSED, errno.EXDEV),
-        (Status.REFUSED, errno.EXDEV),
+        (FileStatus.PRESENT, 0),
+        (FileStatus.REFUSED, errno.EXDEV),
+        (FileStatus.REFUSED, errno.EXDEV),
     ]
 
 
@@ -99,8 +98,8 @@ def test_within_portable_refuses_a_chain(reader: ReaderName, home: Path, write: 
     write("real.md", "real")
     (home / "hop.md").symlink_to("real.md")
     (home / "SOUL.md").symlink_to("hop.md")
-    _, _, (read,) = compose_files(reader, home, ["SOUL.md"], 100, Policy.WITHIN_PORTABLE)
-    assert (read.status, read.errno) == (Status.REFUSED, errno.ELOOP)
+    _, _, (read,) = compose_files(reader, home, ["SOUL.md"], 100, "within-portable")
+    assert (read.status, read.errno) == (FileStatus.REFUSED, errno.ELOOP)
 
 
 def test_refuse_skips_every_symlink(layout: Path) -> None:

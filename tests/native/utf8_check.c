@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/toolnexus/agents/_capread_utf8.h"
+#include "../../src/toolnexus/agents/_native/include/capread_utf8.h"
 
 static unsigned long long cases;
 

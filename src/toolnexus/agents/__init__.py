@@ -8,14 +8,15 @@ hosts with many personas. ``memory_tool(dir)`` is the persona's memory: a
 tool a host or a model calls to add, replace and remove notes in
 ``MEMORY.md``, which the next soul holds. ``ACCELERATED`` is True when
 the compiled reader is in use.
+
+This module is the package's face: every public name is here, and the
+folders behind it hold one job each (``docs/decisions.md``, "The shape of
+the code").
 """
 
-from ._args import Budget, Keep, SymlinkPolicy
-from ._budget import NEAR_LIMIT
-from ._cache import CacheStats, NotificationError, SoulCache, Validate
-from ._compose import compose, compose_soul
+from ._cache import RACY_WINDOW_NS, CacheStats, NotificationError, SoulCache, Validate
+from ._compose import BootstrapFileError, compose, compose_soul
 from ._format import BOOTSTRAP_ORDER, MAX_BOOTSTRAP_FILE_BYTES, truncation_notice
-from ._fresh_stat import RACY_WINDOW_NS
 from ._many import acompose, acompose_soul, compose_many
 from ._memory import (
     AmbiguousMatch,
@@ -30,8 +31,10 @@ from ._memory import (
     NoMatch,
     memory_tool,
 )
-from ._reader import ACCELERATED
-from ._report import BootstrapFileError, FileReport, FileStatus, Soul
+from ._native import ACCELERATED
+from ._options import Budget, Keep
+from ._report import NEAR_LIMIT, FileReport, Soul
+from ._vocabulary import FileStatus, SymlinkPolicy
 
 __all__ = [
     "ACCELERATED",
@@ -69,4 +72,4 @@ __all__ = [
     "truncation_notice",
 ]
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"

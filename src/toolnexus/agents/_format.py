@@ -1,9 +1,11 @@
-"""The soul's format: bootstrap order, byte cap, trim set, notice, sections.
+"""The soul's format: bootstrap order, byte cap, back-off, trim set, notice, sections.
 
-The rules of ``docs/format.md`` that shape the text, as data: ``layout()``
-gives the section heads and the notice, which both readers fill in. (The
-trim set is applied by the readers, to bytes; ``WHITESPACE`` is the same
-set, for code that trims text.)
+The rules of ``docs/format.md`` that shape the text, as data and small
+functions: ``layout()`` gives the section heads and the notice, which both
+readers fill in; ``back_off`` is where the cap cuts a file's bytes, and
+``body_text`` a whole body made from bytes (the pure reader's, and the
+memory tool's measure of its file). The compiled reader applies the same
+rules in C.
 """
 
 from __future__ import annotations
@@ -14,9 +16,12 @@ from typing import Final
 from ._vocabulary import Layout
 
 __all__ = [
+    "BOM",
     "BOOTSTRAP_ORDER",
     "MAX_BOOTSTRAP_FILE_BYTES",
     "WHITESPACE",
+    "back_off",
+    "body_text",
     "layout",
     "truncation_notice",
 ]
@@ -40,7 +45,33 @@ WHITESPACE: Final = (
     + "\u2028\u2029\u202f\u205f\u3000"
 )
 
+BOM: Final = b"\xef\xbb\xbf"
+
 _MIB: Final = 1024 * 1024
+
+
+def back_off(data: bytes | bytearray, cut: int) -> int:
+    """``cut`` moved back over UTF-8 continuation bytes before it, at most three and never below 0.
+
+    Where a body is cut at a byte limit: ``data[cut]`` is the first byte
+    left out, so a well-formed character is never split.
+    """
+    floor = max(cut - 3, 0)
+    while cut > floor and data[cut] & 0xC0 == 0x80:
+        cut -= 1
+    return cut
+
+
+def body_text(data: bytes | bytearray, cap: int) -> str:
+    """The body of a file's bytes: cut at ``cap`` and backed off, decoded, without its BOM, trimmed.
+
+    Decoded, then trimmed as text: the same as trimming the bytes first
+    (every White_Space character has one UTF-8 encoding, which never starts
+    with a continuation byte), and both run in C. A leading U+FEFF can only
+    be the BOM's bytes.
+    """
+    body = data if len(data) <= cap else memoryview(data)[: back_off(data, cap)]  # cut, not copied
+    return str(body, "utf-8", "replace").removeprefix("\ufeff").strip(WHITESPACE)
 
 
 @lru_cache(maxsize=16)

@@ -28,13 +28,14 @@ from concurrent.futures import (
 )
 from typing import Final, cast
 
-from ._args import Budget, Options, PathArg, SymlinkPolicy, check_int, check_options, dir_bytes
-from ._cache import SoulCache
+from ._cache import SoulCache, compose_through, lookup_in_loop
 from ._compose import compose as _compose
-from ._compose import compose_homes
+from ._compose import compose_homes, raise_if_unusable
 from ._compose import compose_soul as _compose_soul
 from ._format import MAX_BOOTSTRAP_FILE_BYTES
-from ._report import Soul, raise_if_unusable
+from ._options import Budget, Options, PathArg, check_int, check_options, home_path
+from ._report import Soul
+from ._vocabulary import SymlinkPolicy
 
 __all__ = ["acompose", "acompose_soul", "compose_many"]
 
@@ -93,7 +94,7 @@ def compose_many(
     ``cache.compose`` would give them, and only the rest are composed (and
     cached); a process pool cannot share a cache.
     """
-    paths = _paths(dirs)
+    homes = _homes(dirs)
     options = check_options(max_file_bytes, symlinks, strict, files, budget)
     if executor is not None and workers is not None:
         raise ValueError("give workers or executor, not both")
@@ -105,28 +106,26 @@ def compose_many(
         raise TypeError(f"cache must be a SoulCache or None, not {type(cache).__name__}")
     if cache is not None and isinstance(executor, ProcessPoolExecutor):
         raise ValueError("a cache cannot be shared with a process pool: use threads")
-    if not paths:
+    if not homes:
         return []
     pool = executor if executor is not None else _POOLS.get(workers or os.cpu_count() or 1)
     if cache is None:
-        return _run(pool, _chunks(paths), options, compose_homes)
-    homes = [cache._home(path) for path in paths]
-    found = [cache._lookup(home, options) for home in homes]
-    missing = [home for home, soul in zip(homes, found, strict=True) if soul is None]
-    fresh = iter(_run(pool, _chunks(missing), options, cache._compose_missing) if missing else ())
-    souls = [soul if soul is not None else next(fresh) for soul in found]
+        return _run(pool, _chunks(homes), options, compose_homes)
+    souls = compose_through(
+        cache, homes, options, lambda missing, into: _run(pool, _chunks(missing), options, into)
+    )
     if strict:  # naming each path as given, as compose does
-        for path, soul in zip(paths, souls, strict=True):
-            raise_if_unusable(path, soul.files)
+        for home, soul in zip(homes, souls, strict=True):
+            raise_if_unusable(home, soul.files)
     return souls
 
 
-def _chunks(paths: list[bytes]) -> list[list[bytes]]:
-    return [paths[i : i + _CHUNK] for i in range(0, len(paths), _CHUNK)]
+def _chunks(homes: list[bytes]) -> list[list[bytes]]:
+    return [homes[i : i + _CHUNK] for i in range(0, len(homes), _CHUNK)]
 
 
-def _paths(dirs: object) -> list[bytes]:
-    """``dirs`` as checked paths; a single path, or no iterable at all, is a TypeError."""
+def _homes(dirs: object) -> list[bytes]:
+    """``dirs`` as checked homes' paths; a single path, or no iterable at all, is a TypeError."""
     if isinstance(dirs, (str, bytes, os.PathLike)):
         # A str is iterable: "abc" would compose three homes a, b and c.
         raise TypeError(f"dirs must be an iterable of paths, not a single path ({type(dirs).__name__})")
@@ -134,13 +133,13 @@ def _paths(dirs: object) -> list[bytes]:
         items = iter(cast("Iterable[object]", dirs))
     except TypeError:
         raise TypeError(f"dirs must be an iterable of paths, not {type(dirs).__name__}") from None
-    paths = []
+    homes = []
     for index, item in enumerate(items):
         try:
-            paths.append(dir_bytes(item))
+            homes.append(home_path(item))
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"dirs[{index}]: {exc}") from None
-    return paths
+    return homes
 
 
 def _run(
@@ -188,11 +187,11 @@ async def acompose(
         if not isinstance(cache, SoulCache):
             raise TypeError(f"cache must be a SoulCache or None, not {type(cache).__name__}")
         options = check_options(max_file_bytes, symlinks, strict, files, budget)
-        path = dir_bytes(dir)
-        soul = cache._lookup(cache._home(path), options, stat=False)
+        home = home_path(dir)
+        soul = lookup_in_loop(cache, home, options)
         if soul is not None:
             if strict:  # naming the path as given, as compose does
-                raise_if_unusable(path, soul.files)
+                raise_if_unusable(home, soul.files)
             return soul
         compose: Callable[..., Soul] = cache.compose
     else:
@@ -215,7 +214,17 @@ async def acompose_soul(
     max_file_bytes: int = MAX_BOOTSTRAP_FILE_BYTES,
     files: Sequence[str] | None = None,
     budget: Budget | None = None,
+    symlinks: SymlinkPolicy = "follow",
+    strict: bool = False,
 ) -> tuple[str, list[str]]:
     """``compose_soul`` in a worker thread, so the event loop never blocks on disk."""
-    call = functools.partial(_compose_soul, dir, max_file_bytes=max_file_bytes, files=files, budget=budget)
+    call = functools.partial(
+        _compose_soul,
+        dir,
+        max_file_bytes=max_file_bytes,
+        files=files,
+        budget=budget,
+        symlinks=symlinks,
+        strict=strict,
+    )
     return await asyncio.get_running_loop().run_in_executor(None, call)

@@ -6,73 +6,44 @@ Plain immutable values, so a host can keep, compare, hash and log them; and
 
 from __future__ import annotations
 
-import enum
 import errno as errnos
 import hashlib
 import os
 import stat
+import warnings
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Final, NamedTuple
 
-from ._args import Budget
-from ._budget import NEAR_LIMIT
-from ._vocabulary import Cut, FileRead, Status
+from ._options import Budget
+from ._vocabulary import Cut, FileRead, FileStatus
 
-__all__ = [
-    "UNUSABLE",
-    "BootstrapFileError",
-    "FileReport",
-    "FileStatus",
-    "Soul",
-    "file_reports",
-    "home_problem",
-    "raise_if_unusable",
-]
+__all__ = ["NEAR_LIMIT", "FileReport", "Soul", "file_reports"]
 
-
-class FileStatus(str, enum.Enum):
-    """Why a bootstrap file did or did not make it into the soul."""
-
-    PRESENT = "present"
-    MISSING = "missing"
-    NOT_REGULAR = "not a regular file"
-    UNREADABLE = "unreadable"
-    REFUSED = "refused symlink"
-
-    def __str__(self) -> str:
-        return self.value
-
-
-_FILE_STATUS: Final = {
-    Status.PRESENT: FileStatus.PRESENT,
-    Status.MISSING: FileStatus.MISSING,
-    Status.NOT_REGULAR: FileStatus.NOT_REGULAR,
-    Status.UNREADABLE: FileStatus.UNREADABLE,
-    Status.REFUSED: FileStatus.REFUSED,
-}
-
-# Statuses of an entry that exists but cannot be used: strict mode raises.
-UNUSABLE: Final = frozenset({FileStatus.NOT_REGULAR, FileStatus.UNREADABLE, FileStatus.REFUSED})
+# A soul at this share of its budget's total or more is near its limit (Soul.near_limit).
+NEAR_LIMIT: Final = 0.85
 
 
 class FileReport(NamedTuple):
     """What happened to one bootstrap file.
 
-    ``size`` is the number of bytes read (at most ``max_file_bytes + 1``, so a
-    truncated file reports ``cap + 1``); ``stable`` is False only when a file
-    larger than one page kept changing under three reads; ``errno``
-    and ``error`` explain any status other than present. With a budget,
-    ``cut`` says whether the budget shortened the file (or left it out),
-    ``kept`` and ``left_out`` measure its body in the budget's unit
-    (``left_out`` is None when the file was not read whole), ``kept_bytes``
-    and ``left_out_bytes`` in UTF-8 bytes; without one they are None. A named
-    tuple: immutable, and cheap enough to make seven of per soul.
+    ``bytes_read`` is the number of bytes the last read of it took (at most
+    ``max_file_bytes + 1``, so a truncated file reports ``cap + 1``), and
+    ``size`` the same, by its 0.2 name; ``size_on_disk`` is the size the
+    file system gave when the file was opened (None when it was not).
+    ``stable`` is False only when a file larger than one page kept changing
+    under three reads; ``errno`` and ``error`` explain any status other than
+    present. With a budget, ``cut`` says whether the budget shortened the
+    file (or left it out), ``kept`` and ``left_out`` measure its body in the
+    budget's unit (``left_out`` is None when the file was not read whole),
+    ``kept_bytes`` and ``left_out_bytes`` in UTF-8 bytes; without one they
+    are None. A named tuple: immutable, and cheap enough to make seven of
+    per soul.
     """
 
     name: str
     status: FileStatus
-    size: int = 0
+    bytes_read: int = 0
     truncated: bool = False
     stable: bool = True
     errno: int | None = None
@@ -82,6 +53,12 @@ class FileReport(NamedTuple):
     left_out: int | None = None
     kept_bytes: int | None = None
     left_out_bytes: int | None = None
+    size_on_disk: int | None = None
+
+    @property
+    def size(self) -> int:
+        """``bytes_read``, by the name it had in 0.2."""
+        return self.bytes_read
 
     @property
     def present(self) -> bool:
@@ -92,7 +69,9 @@ class FileReport(NamedTuple):
         return {
             "name": self.name,
             "status": self.status.value,
-            "size": self.size,
+            "bytes_read": self.bytes_read,
+            "size": self.bytes_read,
+            "size_on_disk": self.size_on_disk,
             "truncated": self.truncated,
             "stable": self.stable,
             "errno": self.errno,
@@ -201,14 +180,28 @@ class Soul:
         return digest
 
     @property
-    def truncated(self) -> tuple[str, ...]:
+    def truncated_files(self) -> tuple[str, ...]:
         """Names of the files that were cut at the byte cap."""
         return tuple(f.name for f in self.files if f.truncated)
 
     @property
-    def cut(self) -> tuple[str, ...]:
+    def cut_files(self) -> tuple[str, ...]:
         """Names of the files that the budget shortened or left out."""
         return tuple(f.name for f in self.files if f.cut)
+
+    @property
+    def truncated(self) -> tuple[str, ...]:
+        """``truncated_files``, by its 0.2 name (deprecated: a ``FileReport``'s ``truncated`` is a bool)."""
+        warnings.warn(
+            "Soul.truncated is deprecated: use Soul.truncated_files", DeprecationWarning, stacklevel=2
+        )
+        return self.truncated_files
+
+    @property
+    def cut(self) -> tuple[str, ...]:
+        """``cut_files``, by its 0.2 name (deprecated: a ``FileReport``'s ``cut`` is a bool)."""
+        warnings.warn("Soul.cut is deprecated: use Soul.cut_files", DeprecationWarning, stacklevel=2)
+        return self.cut_files
 
     @property
     def near_limit(self) -> bool:
@@ -245,8 +238,8 @@ class Soul:
         return {
             "text": self.text,
             "found": list(self.found),
-            "truncated": list(self.truncated),
-            "cut": list(self.cut),
+            "truncated_files": list(self.truncated_files),
+            "cut_files": list(self.cut_files),
             "used": self.used,
             "near_limit": self.near_limit,
             "budget": None if budget is None else _budget_dict(budget),
@@ -304,27 +297,6 @@ def _unpickle(  # noqa: PLR0917 - the fields of a Soul, as __reduce__ gives them
     return Soul(text, found, files, max_file_bytes, symlinks, budget=budget, used=used)
 
 
-class BootstrapFileError(OSError):
-    """A bootstrap file exists but cannot be used; raised by ``compose(strict=True)``.
-
-    ``filename`` is the file's path, ``report`` its ``FileReport``; ``errno``
-    is set when the operating system gave one.
-    """
-
-    def __init__(self, path: str, report: FileReport) -> None:
-        reason = report.error or report.status.value
-        if report.errno:
-            super().__init__(report.errno, reason, path)
-        else:
-            super().__init__(reason)
-            self.strerror = reason
-            self.filename = path
-        self.report = report
-
-    def __str__(self) -> str:
-        return f"{self.filename}: {self.report.status.value}: {self.strerror}"
-
-
 _KIND_NAMES: Final = {
     stat.S_IFDIR: "is a directory",
     stat.S_IFIFO: "is a FIFO",
@@ -358,8 +330,8 @@ def _absent(name: str) -> FileReport:
 
 
 _new_report = tuple.__new__  # skips FileReport's Python-level __new__: half the cost
-_PRESENT: Final = Status.PRESENT
-_MISSING: Final = Status.MISSING
+_PRESENT: Final = FileStatus.PRESENT
+_MISSING: Final = FileStatus.MISSING
 _ENOENT: Final = errnos.ENOENT
 
 
@@ -371,14 +343,14 @@ def file_reports(
         return _budgeted_reports(names, reads, symlinks, cuts)
     reports = []
     for name, read in zip(names, reads, strict=True):
-        status, err, _, size, truncated, stable = read
-        if status == _PRESENT:
+        status, err, _, nread, truncated, stable, size_on_disk = read
+        if status is _PRESENT:
             report = _new_report(
                 FileReport,
                 (
                     name,
-                    FileStatus.PRESENT,
-                    size,
+                    _PRESENT,
+                    nread,
                     truncated,
                     stable,
                     None,
@@ -388,14 +360,14 @@ def file_reports(
                     None,
                     None,
                     None,
+                    size_on_disk,
                 ),
             )
-        elif status == _MISSING and err == _ENOENT:
+        elif status is _MISSING and err == _ENOENT:
             report = _absent(name)
         else:
-            file_status = _FILE_STATUS[status]
-            error = _describe(file_status, read, symlinks)
-            report = FileReport(name, file_status, 0, False, stable, err or None, error)
+            error = _describe(status, read, symlinks)
+            report = FileReport(name, status, 0, False, stable, err or None, error, size_on_disk=size_on_disk)
         reports.append(report)
     return tuple(reports)
 
@@ -419,47 +391,3 @@ def _budgeted_reports(
             )
             reports.append(budgeted)
     return tuple(reports)
-
-
-def home_problem(path: bytes) -> OSError | None:
-    """Why ``path`` is no home to compose, as the OSError to raise; None when it is one.
-
-    It does not exist (``FileNotFoundError``), is not a directory
-    (``NotADirectoryError``), or cannot be searched, so that no file in it
-    can be opened (``PermissionError``). Each names the path.
-    """
-    name = os.fsdecode(path)
-    try:
-        mode = os.stat(path).st_mode
-    except OSError as exc:
-        code = exc.errno or errnos.EIO
-        return _ERRORS.get(code, OSError)(code, os.strerror(code), name)
-    if not stat.S_ISDIR(mode):
-        return NotADirectoryError(errnos.ENOTDIR, os.strerror(errnos.ENOTDIR), name)
-    if not os.access(path, os.X_OK, effective_ids=os.access in os.supports_effective_ids):
-        return PermissionError(errnos.EACCES, os.strerror(errnos.EACCES), name)
-    return None
-
-
-# The OSError subclasses that Python itself raises for these.
-_ERRORS: Final[dict[int, type[OSError]]] = {
-    errnos.ENOENT: FileNotFoundError,
-    errnos.ENOTDIR: NotADirectoryError,
-    errnos.EACCES: PermissionError,
-    errnos.EPERM: PermissionError,
-}
-
-
-def raise_if_unusable(path: bytes, files: Sequence[FileReport]) -> None:
-    """Strict mode: raise for a home that cannot be used, or for the first file that cannot be.
-
-    The home is looked at only when no file of it is present (a stat, and a
-    permission check): a home that gave a file is plainly there.
-    """
-    if not any(report.status is FileStatus.PRESENT for report in files):
-        problem = home_problem(path)
-        if problem is not None:
-            raise problem
-    for report in files:
-        if report.status in UNUSABLE:
-            raise BootstrapFileError(os.path.join(os.fsdecode(path), report.name), report)

@@ -1,48 +1,70 @@
 """The words the readers and the Python layer share, defined once.
 
-Both reader twins (the compiled ``_capread`` and the pure ``_capread_py``)
-import these types and return instances of them; the rest of the package
-reads their fields by name. ``Layout`` is what the Python layer hands a
-reader to say how a soul looks (``_format.layout`` makes it); ``Composed``
-is one home's result.
+Both reader twins (the compiled ``_native._capread`` and the pure
+``_native._capread_py``) take and return these types; the rest of the
+package reads their fields by name. ``FileStatus`` is the one status of a
+name, from the reader's result to the public report; ``SymlinkPolicy`` the
+one spelling of the symlink policy, from the public argument to the reader.
+``Layout`` is what the Python layer hands a reader to say how a soul looks
+(``_format.layout`` makes it); ``Composed`` is one home's result.
 """
 
 from __future__ import annotations
 
 import enum
-from typing import NamedTuple
+from typing import Final, Literal, NamedTuple, TypeAlias
 
-__all__ = ["Composed", "Cut", "Excerpt", "FileRead", "Layout", "Policy", "Status"]
+__all__ = [
+    "POLICIES",
+    "Composed",
+    "Cut",
+    "Excerpt",
+    "FileRead",
+    "FileStatus",
+    "Layout",
+    "SymlinkPolicy",
+]
 
 
-class Status(enum.IntEnum):
-    """What the reader found at a name."""
+class FileStatus(str, enum.Enum):
+    """Why a bootstrap file did or did not make it into the soul.
 
-    PRESENT = 0
-    MISSING = 1
-    NOT_REGULAR = 2
-    UNREADABLE = 3
-    REFUSED = 4
+    The compiled reader knows the members by their place in this class
+    (0 for ``PRESENT``...): it checks at import that they are in this order.
+    """
+
+    PRESENT = "present"
+    MISSING = "missing"
+    NOT_REGULAR = "not a regular file"
+    UNREADABLE = "unreadable"
+    REFUSED = "refused symlink"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def unusable(self) -> bool:
+        """The file exists but cannot be used: what ``strict=True`` raises for."""
+        return self not in (FileStatus.PRESENT, FileStatus.MISSING)
 
 
-class Policy(enum.IntEnum):
-    """How the reader treats symlinks (the ``symlinks`` argument)."""
-
-    FOLLOW = 0
-    WITHIN = 1  # openat2(RESOLVE_BENEATH) where the kernel has it, else WITHIN_PORTABLE
-    REFUSE = 2
-    WITHIN_PORTABLE = 3  # the fallback of WITHIN, selectable directly so it can be tested
+SymlinkPolicy: TypeAlias = Literal["follow", "within", "refuse"]
+# What the readers take: the public policies, and "within-portable", which is
+# "within" by its portable check alone (the fallback where openat2 is missing),
+# so that the tests can run that check where openat2 exists.
+POLICIES: Final = ("follow", "within", "refuse", "within-portable")
 
 
 class FileRead(NamedTuple):
     """What the reader found at one name."""
 
-    status: Status
+    status: FileStatus
     errno: int  # why it is not present (0 when it is)
     kind: int  # the file type bits of st_mode, 0 when it could not be opened
-    size: int  # bytes read: at most cap + 1
+    bytes_read: int  # at most cap + 1
     truncated: bool  # more than was read from its start (compose_homes: more than cap bytes)
     stable: bool  # False only when the file kept changing under three reads
+    size_on_disk: int | None  # st_size when it was opened (None when it was not)
 
 
 class Excerpt(NamedTuple):

@@ -1,0 +1,231 @@
+"""What a budget reads of each file: all of it, or its start and end, as the budget needs.
+
+A ``Reading`` first asks the reader which files are there and how long (no
+bytes read), then reads each file whole when it is short for what the
+budget could keep (a file no longer than the cap is read whole once its
+windows would cover half of it), and otherwise only a window at its start
+and one at its end. Each file becomes a ``Body``: its trimmed, decoded text,
+or the start and end of it that were read. The budget says which bodies it
+cannot settle from what was read (``Reading.more``); their windows grow
+fourfold, up to the cap, and they are read again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from .. import _native
+from .._format import BOM
+from .._options import Budget, Options
+from .._vocabulary import Excerpt, FileRead, FileStatus
+from ._bodies import body_bounds, boundary, char_start, trim_end, trim_start, utf8_length
+
+__all__ = ["UNLIMITED", "Body", "Reading", "bytes_per_unit"]
+
+UNLIMITED: Final = 2**62  # units: no limit
+# Bytes per unit when sizing what to read: 4 bounds a character in UTF-8;
+# for other counts it is a first guess, grown when it held too little.
+_BYTES_PER_CHAR: Final = 4
+_BYTES_PER_UNIT_GUESS: Final = 8
+_SLACK: Final = 16  # a BOM, a backed-off character, a newline to cut at
+_MIN_WINDOW: Final = 4096
+_GROW: Final = 4
+_END_PROBE: Final = 1024  # keep="head": enough of the end to find where the body ends
+_MAX_PASSES: Final = 16  # each grows a window fourfold, or reads a file whole: far more than needed
+
+
+@dataclass
+class Body:
+    """One present file's body, as much of it as was read.
+
+    A body read whole (``whole``) is its text, trimmed and decoded as the
+    format says. A body read in part is ``text``, its start as read (from
+    its first character), and ``tail``, its end as read (to its last); either
+    is "" while that end lies beyond what was read (``start_known``,
+    ``end_known``).
+    """
+
+    index: int  # the file's place among the names
+    name: str
+    read: FileRead
+    whole: bool
+    over_cap: bool  # longer than the cap, with a body: always cut
+    text: str
+    tail: str
+    nbytes: int  # the body's UTF-8 bytes; bytes not read count as the file holds them
+    start_known: bool
+    end_known: bool
+    measure: int  # of the whole body; of one read in part, at most the body's (see _body)
+    head_measure: int  # of text
+    tail_measure: int  # of tail
+    maxed: bool = False  # read in part as far as the cap allows: it keeps at most what was read
+
+
+def _decode(data: bytes, start: int, end: int) -> str:
+    return str(memoryview(data)[start:end], "utf-8", "replace")
+
+
+def _body(index: int, name: str, excerpt: Excerpt, cap: int, budget: Budget) -> Body:
+    """The ``Body`` of a present file from the bytes the reader returned."""
+    data, last, length = excerpt.head or b"", excerpt.tail, excerpt.length
+    if last is None or len(data) + len(last) == length:  # every byte read (one over the cap, at most)
+        if last:
+            data += last
+        start, end = body_bounds(data, len(data))
+        text = _decode(data, start, end)
+        measure = budget.measure(text)
+        return Body(
+            index=index, name=name, read=excerpt.read, whole=True, over_cap=length > cap and bool(text),
+            text=text, tail="", nbytes=utf8_length(text), start_known=True, end_known=True, measure=measure,
+            head_measure=measure, tail_measure=0,
+        )  # fmt: skip
+    # Read in part. The start's last byte read is the first one left out,
+    # so that a cut never splits a character whose bytes run past it. (Three
+    # continuation bytes skipped at the end's start are always a boundary:
+    # a fourth cannot belong to a character begun before them.)
+    stop = boundary(data, len(data) - 1)
+    start = trim_start(data, 3 if stop >= 3 and data.startswith(BOM) else 0, stop)
+    begin = char_start(last)
+    end = trim_end(last, begin, len(last))
+    text = _decode(data, start, stop) if start < stop else ""
+    tail = _decode(last, begin, end) if begin < end else ""
+    # The body's bytes: those of the two texts, and the file's own between
+    # them (counted from the end of the start read, and to the start of the
+    # end read: more than the body's when one of its ends was not found).
+    gap = length - len(last) + begin - stop
+    head_measure, tail_measure = budget.measure(text), budget.measure(tail)
+    # Two pieces of a text may measure one unit more than it (a word or a
+    # line cut by the gap counts twice): a lower bound, but for characters.
+    measure = max(head_measure + tail_measure - (budget.count is not None), 0)
+    return Body(
+        index=index, name=name, read=excerpt.read, whole=False, over_cap=length > cap, text=text, tail=tail,
+        nbytes=utf8_length(text) + gap + utf8_length(tail), start_known=start < stop, end_known=begin < end,
+        measure=measure, head_measure=head_measure, tail_measure=tail_measure,
+    )  # fmt: skip
+
+
+# Windows are (start, end): the bytes wanted from a file's start and from
+# its end. WHOLE asks for all of a file no longer than the cap.
+WHOLE: Final = (-1, 0)
+
+
+def _reader_window(window: tuple[int, int], cap: int) -> tuple[int, int]:
+    """``window`` as ``read_excerpts`` takes it: it reads ``head + tail + 1`` bytes from the start."""
+    if window == WHOLE:
+        return cap, 0
+    start, end = window
+    return max(start - end, 0), end
+
+
+def _most(cap: int, budget: Budget) -> tuple[int, int]:
+    """The largest window the cap allows: four fifths of it from the start, one from the end."""
+    end = min(_END_PROBE, cap // 5) if budget.keep == "head" else cap // 5
+    return cap - end, end
+
+
+def _fit(start: int, end: int, length: int, cap: int, budget: Budget) -> tuple[int, int]:
+    """A window of ``start`` and ``end`` bytes for a file of ``length``, as the reader may take it."""
+    head, tail = _reader_window((start, end), cap)
+    if length <= cap and 2 * (head + 2 * tail + 1) > length:
+        return WHOLE  # it would cover half of it or more: read it all
+    if head + 2 * tail > cap:
+        return _most(cap, budget)
+    return start, end
+
+
+def bytes_per_unit(budget: Budget) -> int:
+    """Bytes a unit of the budget's count takes, to size what to read: exact for characters, a guess else."""
+    return _BYTES_PER_CHAR if budget.count is None else _BYTES_PER_UNIT_GUESS
+
+
+def _first_windows(
+    lengths: Sequence[int | None], budget: Budget, cap: int, most: int
+) -> list[tuple[int, int]]:
+    """Windows for a first read: what the budget could keep of a file that keeps ``most`` units."""
+    per_unit = bytes_per_unit(budget)
+    if budget.keep == "head+tail":
+        start, end = (most - most // 4) * per_unit + _SLACK, (most // 4) * per_unit + _SLACK
+    else:
+        start, end = most * per_unit + _SLACK, _END_PROBE
+    start, end = max(start, _MIN_WINDOW), max(end, _MIN_WINDOW // 4)
+    return [(0, 0) if length is None else _fit(start, end, length, cap, budget) for length in lengths]
+
+
+class Reading:
+    """The bodies of one home's present files, read as far as the budget asks.
+
+    Made with one pass that asks only which files are there and how long,
+    then a first read with windows sized by ``reach`` (from the present
+    files' lengths, the most units one file could keep). ``more`` reads
+    further where the budget could not settle the laws from what was read.
+    """
+
+    def __init__(self, home: bytes, options: Options, reach: Callable[[list[int]], int]) -> None:
+        budget = options.budget
+        assert budget is not None
+        self._home, self._options, self._budget = home, options, budget
+        everything = range(len(options.names))
+        sizes = self._read(everything, [(0, 0)] * len(options.names))  # no bytes: lengths
+        self.reads = [excerpt.read for excerpt in sizes]
+        self._lengths = [e.length if e.read.status == FileStatus.PRESENT else None for e in sizes]
+        most = reach([length for length in self._lengths if length is not None])
+        self._windows = _first_windows(self._lengths, budget, options.cap, most)
+        self._bodies: dict[int, Body] = {}
+        self._passes = 0
+        self._read_again([i for i in everything if self._lengths[i] is not None])
+
+    @property
+    def bodies(self) -> list[Body]:
+        """The present files' bodies, in the order of the names."""
+        return [self._bodies[index] for index in sorted(self._bodies)]
+
+    def more(self, wanted: dict[int, tuple[bool, bool]]) -> bool:
+        """Read more of the bodies at ``wanted`` positions (at their start, at their end); False if none can.
+
+        A body whose windows cannot grow (the cap allows no more) is marked
+        ``maxed``, which changes what the budget may give it: True then too.
+        """
+        bodies = self.bodies
+        todo: list[int] = []
+        changed = False
+        for position, (head, tail) in wanted.items():
+            body = bodies[position]
+            old = self._windows[body.index]
+            grown = old if old == WHOLE else _fit(
+                max(old[0] * _GROW, _MIN_WINDOW) if head else old[0],
+                max(old[1] * _GROW, _MIN_WINDOW) if tail else old[1],
+                self._lengths[body.index] or 0,
+                self._options.cap,
+                self._budget,
+            )  # fmt: skip
+            if grown == old or self._passes >= _MAX_PASSES:
+                # As far as the cap allows (or as far as it is worth going):
+                # what was read is all it can keep.
+                changed = changed or not body.maxed
+                body.maxed = True
+            else:
+                self._windows[body.index] = grown
+                todo.append(body.index)
+        self._read_again(todo)
+        return changed or bool(todo)
+
+    def _read_again(self, indexes: list[int]) -> None:
+        if not indexes:
+            return
+        self._passes += 1
+        options = self._options
+        for index, excerpt in zip(indexes, self._read(indexes, self._windows), strict=True):
+            self.reads[index] = excerpt.read
+            if excerpt.read.status == FileStatus.PRESENT:
+                self._bodies[index] = _body(index, options.files[index], excerpt, options.cap, self._budget)
+                self._lengths[index] = excerpt.length
+            else:  # gone since it was looked at
+                self._bodies.pop(index, None)
+
+    def _read(self, indexes: Sequence[int], windows: Sequence[tuple[int, int]]) -> tuple[Excerpt, ...]:
+        options = self._options
+        names = [options.names[i] for i in indexes]
+        asked = [_reader_window(windows[i], options.cap) for i in indexes]
+        return _native.reader.read_excerpts(self._home, names, options.cap, options.symlinks, asked)

@@ -1,0 +1,49 @@
+"""``SoulCache``, and how ``compose_many`` and ``acompose`` compose through one.
+
+``_soulcache`` holds the cache itself (the LRU, its lock, statistics, forks);
+``_stat`` and ``_notified`` the two ways an entry is kept fresh, and
+``_watch`` what a notified cache watches. The two functions below are the
+cache's interface to the rest of the package: they alone reach into it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .._options import Options
+from .._report import Soul
+from ._soulcache import CacheStats, NotificationError, SoulCache, Validate
+from ._stat import RACY_WINDOW_NS
+
+__all__ = [
+    "RACY_WINDOW_NS",
+    "CacheStats",
+    "NotificationError",
+    "SoulCache",
+    "Validate",
+    "compose_through",
+    "lookup_in_loop",
+]
+
+Compose = Callable[[list[bytes], Options], list[Soul]]
+
+
+def compose_through(
+    cache: SoulCache, homes: list[bytes], options: Options, run: Callable[[list[bytes], Compose], list[Soul]]
+) -> list[Soul]:
+    """The souls of ``homes``, as ``cache.compose`` gives them, in order.
+
+    Those the cache holds come from it; ``run(missing, compose)`` composes
+    the rest (``compose`` caches what it composes), on an executor of the
+    caller's.
+    """
+    keys = [cache._home(home) for home in homes]
+    found = [cache._lookup(key, options) for key in keys]
+    missing = [key for key, soul in zip(keys, found, strict=True) if soul is None]
+    fresh = iter(run(missing, cache._compose_missing) if missing else ())
+    return [soul if soul is not None else next(fresh) for soul in found]
+
+
+def lookup_in_loop(cache: SoulCache, home: bytes, options: Options) -> Soul | None:
+    """The cached soul of ``home`` if it can be had without the disk (a notified hit); else None."""
+    return cache._lookup(cache._home(home), options, stat=False)

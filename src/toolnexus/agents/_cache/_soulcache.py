@@ -1,0 +1,426 @@
+"""``SoulCache``: compose once, hand back the same ``Soul`` while nothing changed.
+
+The cache is an LRU of souls, by home and options, with its locking, its
+statistics and what a fork needs. Each soul it holds is kept fresh one of
+two ways, chosen per home:
+
+- **notify** (Linux; ``_notified``): the kernel says when a file that
+  shaped the soul changed; a warm call is one non-blocking read of the
+  queue, a dict lookup and the cached object.
+- **stat** (``_stat``): each call stats the names and compares them with
+  what they were before the soul was read.
+
+``validate="auto"`` (the default) notifies where that is reliable and stats
+elsewhere; ``"notify"`` raises ``NotificationError`` where it cannot notify;
+``"stat"`` always stats. ``compose_many`` and ``acompose`` reach the cache
+through the functions of this package's ``__init__`` (``compose_through``,
+``lookup_in_loop``), which alone call its ``_home``, ``_lookup`` and
+``_compose_missing``.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import sys
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Final, Literal, NamedTuple
+
+from .. import _native
+from .._compose import compose_homes, raise_if_unusable
+from .._format import MAX_BOOTSTRAP_FILE_BYTES
+from .._options import Budget, Options, PathArg, check_int, check_options, home_path
+from .._report import Soul
+from .._vocabulary import SymlinkPolicy
+from ._notified import Notifications, Unwatchable
+from ._stat import Signed
+
+__all__ = ["CacheStats", "NotificationError", "SoulCache", "Validate"]
+
+Validate = Literal["auto", "notify", "stat"]
+_VALIDATE: Final = ("auto", "notify", "stat")
+# Path types whose value cannot change (not subclasses: those might).
+_FIXED_PATHS: Final = frozenset(
+    {str, bytes, pathlib.PosixPath, pathlib.PurePosixPath, pathlib.WindowsPath, pathlib.PureWindowsPath}
+)
+
+
+class NotificationError(OSError):
+    """``validate="notify"`` was asked of a home, or a system, where notification is not reliable."""
+
+
+class CacheStats(NamedTuple):
+    """Counters since the cache was made (or last cleared), and what it holds now."""
+
+    hits: int
+    misses: int
+    stale: int
+    size: int
+    maxsize: int
+    notified: int = 0  # homes held that notification keeps fresh
+    stat_checked: int = 0  # homes held that are validated by stat on each call
+
+
+class _Key(NamedTuple):
+    """What a soul is cached under: its home and every option that shapes it."""
+
+    home: bytes
+    cap: int
+    symlinks: SymlinkPolicy
+    files: tuple[str, ...]
+    budget: Budget | None
+
+    @classmethod
+    def of(cls, home: bytes, options: Options) -> _Key:
+        return cls(home, options.cap, options.symlinks, options.files, options.budget)
+
+
+@dataclass(slots=True)
+class _Notified:
+    """A soul kept fresh by notification."""
+
+    soul: Soul
+    # No event for its home since it was read: a hit as it stands. An entry
+    # an event made stale is kept until recomposed, so that an equal soul
+    # comes back as this object.
+    fresh: bool = True
+
+
+@dataclass(slots=True)
+class _StatChecked:
+    """A soul kept fresh by ``stat``: what its names looked like before it was read."""
+
+    soul: Soul
+    signed: Signed
+
+
+class _Call(NamedTuple):
+    """A call's checked arguments, remembered for the next call with the same ones."""
+
+    home: bytes
+    options: Options
+    key: _Key
+
+
+# Every live cache, so that a forked child can make each one its own.
+_CACHES: weakref.WeakSet[SoulCache] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for cache in list(_CACHES):
+        cache._after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+class SoulCache:
+    """A bounded, thread-safe LRU cache of composed souls, never stale.
+
+    ``cache.compose(dir, ...)`` takes the same options as ``compose`` and
+    returns the cached ``Soul`` object itself while no bootstrap file that
+    shaped it has changed; otherwise it composes again. A recomposed soul
+    equal to the cached one is returned as the cached object, so identity
+    means "same prompt" and prompt-cache prefixes stay byte-stable.
+
+    ``validate`` chooses how a change is noticed (see the module): ``"auto"``
+    uses kernel notification where it is reliable and ``stat`` elsewhere,
+    per home; ``"notify"`` raises ``NotificationError`` where it cannot
+    notify; ``"stat"`` stats the bootstrap names on every call. A notifying
+    cache holds one inotify descriptor, opened at the first miss and
+    released by ``clear()``, ``close()`` (or leaving a ``with`` block) and
+    garbage collection.
+    """
+
+    def __init__(self, maxsize: int = 1024, *, validate: Validate = "auto") -> None:
+        self._maxsize = check_int(maxsize, "maxsize", 1)
+        if validate not in _VALIDATE:
+            raise ValueError(f"validate must be one of 'auto', 'notify', 'stat', not {validate!r}")
+        if validate == "notify" and _native.notifier is None:
+            raise NotificationError(f"validate='notify' needs inotify, which {sys.platform} does not have")
+        self._validate: Validate = validate
+        # _lock guards every structure; the kernel's watch calls run under
+        # _notifications.watch_lock (taken first when both are held).
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[_Key, _Notified | _StatChecked] = OrderedDict()
+        self._homes: dict[bytes, set[_Key]] = {}  # home -> its keys in _entries
+        self._notifications = Notifications()
+        self._calls: dict[object, _Call] = {}  # see compose()
+        self._closed = False
+        self._hits = self._misses = self._stale = 0
+        _CACHES.add(self)
+
+    def compose(
+        self,
+        dir: PathArg,
+        *,
+        max_file_bytes: int = MAX_BOOTSTRAP_FILE_BYTES,
+        symlinks: SymlinkPolicy = "follow",
+        strict: bool = False,
+        files: Sequence[str] | None = None,
+        budget: Budget | None = None,
+    ) -> Soul:
+        """The soul of ``dir``: the cached object if still valid, else a fresh one.
+
+        Takes ``compose``'s options, and caches by them.
+        """
+        # A warm call costs about two microseconds, so the arguments of calls
+        # seen before are not checked again: they map straight to their key.
+        # (True == 1: the types are checked, so that True still fails the check.)
+        # A relative path is remembered with the working directory it was
+        # made absolute in: a chdir leads it elsewhere.
+        call = (dir, max_file_bytes, symlinks, strict, files, budget)
+        known = None
+        try:
+            if type(max_file_bytes) is int and type(strict) is bool:
+                known = self._calls.get(call)
+                if known is None and type(dir) in _FIXED_PATHS:
+                    known = self._calls.get((call, os.getcwdb()))
+        except TypeError:  # unhashable (files as a list): checked on every call
+            known = None
+        if known is None:
+            where = os.getcwdb()
+            home = self._home(home_path(dir))
+            options = check_options(max_file_bytes, symlinks, strict, files, budget)
+            known = _Call(home, options, _Key.of(home, options))
+            self._remember(dir, call, known, where)
+        soul = self._find(known.key, known.options, True)
+        if soul is None:
+            (soul,) = self._compose_missing([known.home], known.options)
+        if strict:  # naming the path as given, as compose does
+            raise_if_unusable(home_path(dir), soul.files)
+        return soul
+
+    def _remember(self, dir: PathArg, call: tuple[object, ...], known: _Call, where: bytes) -> None:
+        """Map a checked call to its key, if it can be: hashable, its path a fixed value.
+
+        A relative path goes under the call and ``where``, the working
+        directory it was made absolute in (if the directory is still that).
+        """
+        if type(dir) not in _FIXED_PATHS:
+            return  # another path-like may say something else next time
+        memo: object = call
+        if known.home != home_path(dir):  # relative: made absolute against ``where``
+            if os.getcwdb() != where:
+                return  # the directory changed meanwhile
+            memo = (call, where)
+        try:
+            hash(memo)
+        except TypeError:
+            return
+        with self._lock:
+            if len(self._calls) >= 2 * self._maxsize:
+                self._calls.clear()
+            self._calls[memo] = known
+
+    # -- the private interface of compose_many and acompose ----------------------
+
+    def _home(self, home: bytes) -> bytes:
+        """The key of ``home``: made absolute, if this cache may notify.
+
+        The working directory may change, and the key must not.
+        """
+        if self._validate != "stat" and home[:1] != b"/":
+            return os.path.abspath(home)
+        return home
+
+    def _lookup(self, home: bytes, options: Options, *, stat: bool = True) -> Soul | None:
+        """The cached soul of ``home`` (from ``_home``) with ``options`` if it is still valid, else None.
+
+        Never blocks on a notified home (one non-blocking read of the queue);
+        with ``stat=False``, a home validated by stat is not looked at
+        (None), for callers that must not block.
+        """
+        return self._find(_Key.of(home, options), options, stat)
+
+    def _compose_missing(self, homes: list[bytes], options: Options) -> list[Soul]:
+        """Compose homes (from ``_home``) that ``_lookup`` did not find, and cache them."""
+        # Not strict here: the cached soul serves strict and lenient calls.
+        lenient = options._replace(strict=False)
+        notified: list[bytes] = []
+        try:
+            signed: list[Signed | None] = []  # per home, before its read; None: notified
+            for home in homes:
+                if self._notify(home, options):
+                    notified.append(home)
+                    signed.append(None)
+                else:
+                    signed.append(Signed.before_read(home, options.names, options.symlinks))
+            # Composed outside the lock: one slow disk must not stall other homes.
+            souls = compose_homes(homes, lenient)
+        except BaseException:
+            with self._lock:
+                for home in notified:
+                    self._notifications.done_reading(home, keep=False, notified=self._notified(home))
+            raise
+        with self._lock:
+            self._drain()  # what changed while the homes were read
+            for index, (home, soul) in enumerate(zip(homes, souls, strict=True)):
+                souls[index] = self._store(home, options, soul, signed[index])
+        return souls
+
+    # -- inside -------------------------------------------------------------------
+
+    def _find(self, key: _Key, options: Options, stat: bool) -> Soul | None:
+        """The hit path: drain the queue, then the soul of ``key`` if still valid."""
+        with self._lock:
+            if self._closed:
+                raise ValueError("compose on a closed SoulCache")
+            notifications = self._notifications
+            if notifications.watcher is not None and (homes := notifications.drain(self._homes)):
+                self._went_stale(homes)
+            entry = self._entries.get(key)
+            if isinstance(entry, _Notified) and entry.fresh:  # no event since it was read
+                self._entries.move_to_end(key)
+                self._hits += 1
+                return entry.soul
+        if not isinstance(entry, _StatChecked) or not stat:
+            return None
+        if entry.signed.still_valid(options.symlinks):
+            with self._lock:
+                if key in self._entries:
+                    self._entries.move_to_end(key)
+                self._hits += 1
+            return entry.soul
+        return None
+
+    def _notify(self, home: bytes, options: Options) -> bool:
+        """Watch ``home`` and count a read of it under way, if this cache notifies it; else False."""
+        if self._validate == "stat":
+            return False
+        try:
+            self._notifications.start_read(_native.notifier, home, options.names, self._lock, self._drain)
+        except (Unwatchable, OSError) as exc:
+            if self._validate == "notify":
+                raise NotificationError(f"cannot notify for {os.fsdecode(home)!r}: {exc}") from exc
+            return False  # auto: stat validation for this home
+        return True
+
+    def _drain(self) -> None:
+        """Apply the queued events. Under the lock."""
+        self._went_stale(self._notifications.drain(self._homes))
+
+    def _went_stale(self, homes: Iterable[bytes]) -> None:
+        """Events for ``homes``: none of their entries is fresh now. Under the lock."""
+        for home in homes:
+            for key in self._homes.get(home, ()):
+                entry = self._entries[key]
+                if isinstance(entry, _Notified):
+                    entry.fresh = False
+            # Its watches stay: it is likely to be composed again, and watched the same way.
+
+    def _notified(self, home: bytes) -> bool:
+        """Does the cache hold a soul of ``home`` kept fresh by notification? Under the lock."""
+        return any(isinstance(self._entries[key], _Notified) for key in self._homes.get(home, ()))
+
+    def _store(self, home: bytes, options: Options, soul: Soul, signed: Signed | None) -> Soul:
+        """Cache a fresh soul (the cached object if equal); under the lock."""
+        key = _Key.of(home, options)
+        old = self._entries.get(key)
+        if old is None:
+            self._misses += 1
+        else:
+            self._stale += 1
+            if old.soul == soul:
+                soul = old.soul
+        entry: _Notified | _StatChecked
+        if signed is None:
+            if self._notifications.done_reading(home, keep=True, notified=self._notified(home)):
+                return soul  # changed while it was read: not cached, the next call reads again
+            entry = _Notified(soul)
+        else:
+            entry = _StatChecked(soul, signed)
+        self._entries[key] = entry
+        self._entries.move_to_end(key)
+        self._homes.setdefault(home, set()).add(key)
+        while len(self._entries) > self._maxsize:
+            evicted, _ = self._entries.popitem(last=False)
+            keys = self._homes[evicted.home]
+            keys.discard(evicted)
+            if not keys:
+                del self._homes[evicted.home]
+            self._notifications.release(evicted.home, self._notified(evicted.home))
+        return soul
+
+    def _after_fork(self) -> None:
+        # A forked child shares the parent's queue: reading it would take the
+        # parent's events. It gets its own at its first miss, and keeps none
+        # of the parent's entries (nothing of its own watches them).
+        self._lock = threading.Lock()
+        self._entries.clear()
+        self._homes.clear()
+        self._notifications.after_fork()
+
+    def _forget_all(self) -> None:
+        self._entries.clear()
+        self._homes.clear()
+        self._notifications.dropped_all()
+
+    # -- the public rest --------------------------------------------------------
+
+    def invalidate(self, dir: PathArg) -> int:
+        """Forget every cached soul of ``dir`` (any options); returns how many."""
+        home = self._home(home_path(dir))
+        with self._lock:
+            keys = self._homes.pop(home, set())
+            for key in keys:
+                del self._entries[key]
+            self._notifications.release(home, notified=False)
+            self._notifications.dropped(home)
+        return len(keys)
+
+    def clear(self) -> None:
+        """Forget everything, reset the counters, and release the inotify descriptor."""
+        with self._notifications.watch_lock, self._lock:
+            self._forget_all()
+            self._hits = self._misses = self._stale = 0
+            self._notifications.close()
+
+    def close(self) -> None:
+        """``clear()``, and refuse to compose from now on. Closing twice is allowed."""
+        self.clear()
+        with self._lock:
+            self._closed = True
+
+    def __enter__(self) -> SoulCache:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @property
+    def stats(self) -> CacheStats:
+        """Hits, misses (never seen), stale (changed, or racy), size, maxsize, homes by validation."""
+        with self._lock:
+            notified = len({key.home for key, entry in self._entries.items() if isinstance(entry, _Notified)})
+            counts = (self._hits, self._misses, self._stale, len(self._entries), self._maxsize)
+            return CacheStats(*counts, notified, len(self._homes) - notified)
+
+    @property
+    def maxsize(self) -> int:
+        return self._maxsize
+
+    @property
+    def validate(self) -> Validate:
+        """How this cache notices changes: ``"auto"``, ``"notify"`` or ``"stat"``."""
+        return self._validate
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __repr__(self) -> str:
+        stats = self.stats
+        return (
+            f"SoulCache(size={stats.size}, maxsize={stats.maxsize}, validate={self._validate!r}, "
+            f"hits={stats.hits}, misses={stats.misses}, stale={stats.stale}, notified={stats.notified}, "
+            f"stat_checked={stats.stat_checked})"
+        )

@@ -1,0 +1,397 @@
+"""The persona's memory: notes in one file of the home, added, replaced and removed without loss.
+
+``memory_tool(dir)`` returns a ``MemoryTool`` for ``MEMORY.md`` (or another
+file of the home). A host calls ``add``, ``replace``, ``remove`` and
+``entries``; a model calls the tool through ``definition()`` and ``call()``
+(``_model``). ``snapshot`` and ``apply`` let an LLM rewrite the whole memory
+over minutes, without a lock, and merge the result with what others wrote
+meanwhile (``_consolidate``). Every write goes through ``_disk`` (a lock, a
+fresh read, a compare and swap, nothing lost to another writer); what an
+entry is, is ``_entries``. The rules are in docs/format.md, "The memory file".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import Final, Literal, NamedTuple
+
+from .._format import MAX_BOOTSTRAP_FILE_BYTES, body_text
+from .._options import PathArg, check_files, check_int, home_path
+from . import _model
+from ._consolidate import Merged, consolidated
+from ._disk import MAX_NAME_BYTES, Disk, Refused, Version
+from ._entries import (
+    Entry,
+    EntryError,
+    check_text,
+    decode,
+    encode,
+    entries,
+    same,
+    shown,
+    with_entry_added,
+    with_entry_replaced,
+)
+from ._errors import AmbiguousMatch, InvalidEntry, MemoryFull, MemoryRefused, NoMatch
+from ._words import brief, entries_phrase, listed, start, starts
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "MemorySnapshot",
+    "MemoryTool",
+    "MemoryUsage",
+    "MergeReport",
+    "check_file",
+    "memory_tool",
+]
+
+# Characters a memory file may hold, by name (Hermes's figures): small, so
+# that memory stays a small part of the prompt. Any other name: 2,200.
+DEFAULT_LIMITS: Final = {"MEMORY.md": 2200, "USER.md": 1375}
+_DEFAULT_LIMIT: Final = 2200
+
+
+class MemoryUsage(NamedTuple):
+    """How full a memory file is: how many entries, its characters as the soul holds them, and its limit."""
+
+    entry_count: int
+    used: int
+    limit: int
+
+    @property
+    def entries(self) -> int:
+        """``entry_count``, by its 0.2 name (deprecated: ``MemoryTool.entries()`` gives the entries)."""
+        warnings.warn(
+            "MemoryUsage.entries is deprecated: use MemoryUsage.entry_count", DeprecationWarning, stacklevel=2
+        )
+        return self.entry_count
+
+
+class MemorySnapshot(NamedTuple):
+    """The entries of a memory file at one moment: what a consolidation rewrites."""
+
+    entries: tuple[str, ...]
+
+
+class MergeReport(NamedTuple):
+    """What ``apply`` did with a consolidation's entries.
+
+    ``applied`` says whether the file was written; ``entries`` are its
+    entries afterwards (as they were, if not). ``kept_added`` are entries
+    written since the snapshot, kept after the new ones; ``dropped_removed``
+    are entries of the new list that were removed since the snapshot, and
+    stay removed; ``removed_unmatched`` are entries removed since that the
+    new list does not hold as they were (it may hold them rewritten: a host
+    may want to look). ``problems`` says, in words, why nothing was written.
+    """
+
+    applied: bool
+    entries: tuple[str, ...]
+    kept_added: tuple[str, ...]
+    dropped_removed: tuple[str, ...]
+    removed_unmatched: tuple[str, ...]
+    problems: tuple[str, ...]
+    usage: MemoryUsage
+
+
+def used_characters(data: bytes) -> int:
+    """Characters of the file's body as the soul holds it (trimmed, decoded; at most the cap's)."""
+    return len(body_text(data, MAX_BOOTSTRAP_FILE_BYTES))
+
+
+def _find(text: str, needle: str) -> Entry:
+    """The one entry of ``text`` that holds ``needle`` (or the first of copies of one).
+
+    Raises NoMatch when none does, AmbiguousMatch when several different ones do.
+    """
+    found = entries(text)
+    matches = [entry for entry in found if needle in shown(entry.text)]
+    # Copies are compared as old is matched: as entries() shows them, and
+    # trimmed as a merge compares (no piece of text tells such entries apart).
+    texts = dict.fromkeys(same(shown(entry.text)) for entry in matches)
+    if len(texts) == 1:
+        return matches[0]  # one entry, or copies of one: the first
+    if not matches:
+        listed_starts = starts(found)
+        raise NoMatch(
+            f"No entry holds {brief(needle)}. "
+            + (
+                f"The entries start: {listed(listed_starts, len(found))}."
+                if found
+                else "There are no entries."
+            )
+            + " Give a short piece of one entry's text, exactly as it is written.",
+            listed_starts,
+        )
+    listed_starts = starts(matches)
+    raise AmbiguousMatch(
+        f"{len(texts):,} entries hold {brief(needle)}: {listed(listed_starts, len(texts))}. "
+        "Give a longer piece of text, found in one of them only.",
+        listed_starts,
+    )
+
+
+class MemoryTool:
+    """The memory of one persona: one file of its home (see ``memory_tool``).
+
+    ``file`` is the file's name, ``limit`` the most characters it may hold,
+    ``name`` the tool's name for a model, ``label`` the file's name as
+    messages show it.
+    """
+
+    def __init__(self, home: bytes, file: str, limit: int) -> None:
+        self._disk = Disk(home, file)
+        self.file = file
+        self.limit = limit
+        self.name = _model.tool_name(file)
+        self.label = shown(file)  # the name in messages: a name that is not UTF-8 with U+FFFD
+
+    def __repr__(self) -> str:
+        closed = ", closed" if self._disk.closed else ""
+        return f"MemoryTool({self._disk.home!r}, file={self.file!r}, limit={self.limit}{closed})"
+
+    def close(self) -> None:
+        """Let go of the home's directory (the one descriptor the tool holds); closing twice is allowed.
+
+        Every operation of a closed tool raises ValueError. A tool that is
+        never closed lets go when it is collected.
+        """
+        self._disk.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._disk.closed
+
+    def __enter__(self) -> MemoryTool:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # ---- for hosts ---------------------------------------------------------------------
+
+    def entries(self) -> tuple[str, ...]:
+        """The file's entries, in order (bytes that are not UTF-8 shown as U+FFFD)."""
+        return tuple(shown(entry.text) for entry in entries(decode(self._read().data)))
+
+    def usage(self) -> MemoryUsage:
+        """How full the file is now."""
+        return self._usage_of(self._read().data)
+
+    def add(self, text: str) -> MemoryUsage:
+        """Add an entry holding ``text`` at the end of the file; the usage after."""
+        entry = self._text(text, "content")
+        return self._rewrite(lambda current: with_entry_added(current, entry))
+
+    def replace(self, old: str, new: str) -> MemoryUsage:
+        """Replace the one entry that holds ``old`` by one holding ``new``; the usage after."""
+        needle = self._needle(old)
+        entry = self._text(new, "content")
+        return self._rewrite(lambda text: with_entry_replaced(text, _find(text, needle), entry))
+
+    def remove(self, old: str) -> MemoryUsage:
+        """Remove the one entry that holds ``old``; the usage after."""
+        needle = self._needle(old)
+        return self._rewrite(lambda text: with_entry_replaced(text, _find(text, needle), None))
+
+    # ---- consolidation -----------------------------------------------------------------
+
+    def snapshot(self) -> MemorySnapshot:
+        """The entries now, for a consolidation to rewrite (no lock is held meanwhile)."""
+        return MemorySnapshot(self.entries())
+
+    def apply(self, snapshot: MemorySnapshot, new: Sequence[str]) -> MergeReport:
+        """Replace the entries of ``snapshot`` by ``new``, keeping what others wrote since.
+
+        Entries added since the snapshot are kept (after ``new``); entries
+        removed since stay removed (left out of ``new``); other text of the
+        file stays as it is. Nothing is written, and ``problems`` says why,
+        when an entry of ``new`` cannot be one or the result would not fit
+        the limit: nothing is dropped.
+        """
+        if not isinstance(snapshot, MemorySnapshot):
+            raise TypeError(f"snapshot must be a MemorySnapshot, not {type(snapshot).__name__}")
+        if isinstance(new, (str, bytes)) or not isinstance(new, Sequence):
+            raise TypeError(f"new must be a sequence of entries, not {type(new).__name__}")
+        problems: list[str] = []
+        checked: list[str] = []
+        as_held = set(snapshot.entries)
+        for index, text in enumerate(new):
+            if isinstance(text, str) and text in as_held:  # an entry as the file held it: kept as it is
+                checked.append(text)
+                continue
+            try:
+                checked.append(check_text(text, f"new[{index}]"))
+            except EntryError as exc:
+                problems.append(str(exc))
+        outcome = Merged((), (), ())
+
+        def merge(text: str) -> str:
+            nonlocal outcome
+            merged, outcome = consolidated(text, snapshot.entries, checked)
+            return merged
+
+        if problems:
+            return self._report(False, problems, outcome)
+        try:
+            self._rewrite(merge)
+        except (MemoryFull, MemoryRefused) as exc:
+            return self._report(False, [exc.message], outcome)
+        return self._report(True, [], outcome)
+
+    def _report(self, applied: bool, problems: list[str], outcome: Merged) -> MergeReport:
+        return MergeReport(applied, self.entries(), *outcome, tuple(problems), self.usage())
+
+    # ---- for models ----------------------------------------------------------------------
+
+    def description(self) -> str:
+        """What the tool tells a model about itself."""
+        return _model.description(self)
+
+    def parameters(self) -> dict[str, object]:
+        """The JSON Schema of the tool's arguments."""
+        return _model.parameters()
+
+    def definition(
+        self, style: Literal["openai", "anthropic"] = "openai", *, name: str | None = None
+    ) -> dict[str, object]:
+        """The tool as a model's API takes it: ``"openai"`` (function calling), ``"anthropic"`` (tool use)."""
+        return _model.definition(self, style, name)
+
+    def call(self, arguments: Mapping[str, object] | str | bytes) -> dict[str, object]:
+        """Run a model's call of the tool; a JSON-ready result that tells it what happened.
+
+        ``arguments`` is the call's arguments, as a mapping or as the JSON text
+        an API hands over. Never raises for what the model sent: a bad call, a
+        missing entry or a full memory is ``{"ok": false, ...}`` with a
+        message saying how to do better. An I/O error is such a result too.
+        """
+        return _model.call(self, arguments)
+
+    def holds(self, usage: MemoryUsage) -> str:
+        """What the file holds, in words: ``MEMORY.md holds 4 entries, 171 of 2,200 characters``."""
+        size = f"{usage.used:,} of {usage.limit:,} characters"
+        return f"{self.label} holds {entries_phrase(usage.entry_count)}, {size}"
+
+    # ---- async, for asyncio hosts: the work runs in a thread ----------------------------
+
+    async def aentries(self) -> tuple[str, ...]:
+        return await asyncio.to_thread(self.entries)
+
+    async def ausage(self) -> MemoryUsage:
+        return await asyncio.to_thread(self.usage)
+
+    async def aadd(self, text: str) -> MemoryUsage:
+        return await asyncio.to_thread(self.add, text)
+
+    async def areplace(self, old: str, new: str) -> MemoryUsage:
+        return await asyncio.to_thread(self.replace, old, new)
+
+    async def aremove(self, old: str) -> MemoryUsage:
+        return await asyncio.to_thread(self.remove, old)
+
+    async def acall(self, arguments: Mapping[str, object] | str | bytes) -> dict[str, object]:
+        return await asyncio.to_thread(self.call, arguments)
+
+    async def asnapshot(self) -> MemorySnapshot:
+        return await asyncio.to_thread(self.snapshot)
+
+    async def aapply(self, snapshot: MemorySnapshot, new: Sequence[str]) -> MergeReport:
+        return await asyncio.to_thread(self.apply, snapshot, new)
+
+    # ---- inside ------------------------------------------------------------------------
+
+    def _read(self) -> Version:
+        try:
+            return self._disk.read()
+        except Refused as exc:
+            raise MemoryRefused(str(exc.strerror or exc)) from None
+
+    @staticmethod
+    def _text(text: object, what: str) -> str:
+        try:
+            return check_text(text, what)
+        except EntryError as exc:
+            raise InvalidEntry(str(exc)) from None
+
+    @staticmethod
+    def _needle(old: object) -> str:
+        if not isinstance(old, str):
+            raise InvalidEntry(f"old_text must be text, not {type(old).__name__}")
+        needle = old.replace("\r\n", "\n")
+        if not needle:
+            raise InvalidEntry("old_text is empty: give a short piece of the entry's text")
+        return needle
+
+    def _check_room(self, before: str, after: str) -> None:
+        """Refuse a write that takes the file past its limit, or past the soul's byte cap, and grows it."""
+        old, new = encode(before), encode(after)
+        used_before, used_after = used_characters(old), used_characters(new)
+        if used_after > self.limit and used_after > used_before:
+            past = f"to {used_after:,} of its {self.limit:,} characters"
+        elif len(new) > MAX_BOOTSTRAP_FILE_BYTES and len(new) > len(old):
+            past = f"past {MAX_BOOTSTRAP_FILE_BYTES:,} bytes, where the soul would cut it"
+        else:
+            return
+        longest = sorted((e.text for e in entries(before)), key=len, reverse=True)[:3]
+        if longest:
+            advice = (
+                "Replace or remove entries first (merge or shorten them); the longest start: "
+                + "; ".join(repr(start(text)) for text in longest)
+            )
+        else:  # all of it is a person's text, which the tool never changes
+            advice = "It holds no entries: its other text, which this tool never changes, takes the room"
+        raise MemoryFull(
+            f"This change would take {self.label} {past}. {advice}.", [shown(text) for text in longest]
+        )
+
+    def _rewrite(self, change: Callable[[str], str]) -> MemoryUsage:
+        """Apply ``change`` to the file's text and put it in place, never over another writer's bytes."""
+
+        def transform(data: bytes) -> bytes:
+            before = decode(data)
+            after = change(before)
+            self._check_room(before, after)
+            return encode(after)
+
+        try:
+            self._disk.change(transform)
+        except Refused as exc:
+            raise MemoryRefused(str(exc.strerror or exc)) from None
+        return self._usage_of(self._read().data)
+
+    def _usage_of(self, data: bytes) -> MemoryUsage:
+        return MemoryUsage(len(entries(decode(data))), used_characters(data), self.limit)
+
+
+def memory_tool(dir: PathArg, *, file: str = "MEMORY.md", limit: int | None = None) -> MemoryTool:
+    """The memory tool of the persona in ``dir``: notes in ``file`` (``USER.md`` is the other usual one).
+
+    ``limit`` is the most characters the file may hold, as the soul holds it
+    (trimmed): 2,200 for ``MEMORY.md`` and 1,375 for ``USER.md`` when None,
+    2,200 for any other name. ``file`` is a plain name, checked as
+    ``files=`` is, that does not start with ``.``. The home must exist;
+    the tool writes only inside it, and refuses to once its path leads to
+    another directory.
+    """
+    path = home_path(dir)
+    name = check_file(file)
+    size = DEFAULT_LIMITS.get(name, _DEFAULT_LIMIT) if limit is None else check_int(limit, "limit", 1)
+    return MemoryTool(path, name, size)
+
+
+def check_file(file: object) -> str:
+    """``memory_tool``'s ``file``: a plain name, checked as ``files=`` is, not starting with ``.``."""
+    if not isinstance(file, str):
+        raise TypeError(f"file must be a str, not {type(file).__name__}")
+    try:
+        (name,) = check_files([file])
+    except ValueError:
+        raise ValueError(f"file must be a plain file name, not {file!r}") from None
+    if name.startswith("."):  # the tool's own lock and temporary files are named so
+        raise ValueError(f"file must not start with '.', as {file!r} does: the tool's own files do")
+    if len(name.encode()) > MAX_NAME_BYTES:  # its temporary files' names would be too long to make
+        raise ValueError(f"file must be a name of at most {MAX_NAME_BYTES} bytes, not {len(name.encode()):,}")
+    return name

@@ -1,0 +1,136 @@
+"""How the pure reader opens a name, as the symlink policy says: the twin of the compiled reader's opening.
+
+``open_entry`` opens a bootstrap file inside an open home (or by path where
+there is no ``dir_fd``), as ``_capread.pyx`` and ``include/capread_os.h`` do:
+``follow`` opens it as named; ``refuse`` with ``O_NOFOLLOW``; ``within``
+with ``openat2(RESOLVE_BENEATH)`` where the kernel has it, else the
+portable check. ``classify_open_error`` says what a failed open means.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sys
+from collections.abc import Callable
+
+from .._vocabulary import FileStatus
+
+__all__ = ["ABSENT", "FILE_FLAGS", "classify_open_error", "open_entry"]
+
+_O_PATH = getattr(os, "O_PATH", 0)
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+FILE_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+# errnos that mean "nothing usable is there": the name or a parent is absent.
+ABSENT = frozenset({errno.ENOENT, errno.ENOTDIR})
+# O_NOFOLLOW on a symlink fails with ELOOP on Linux and macOS, EMLINK on FreeBSD.
+_SYMLINK_REFUSED = frozenset({errno.ELOOP, errno.EMLINK})
+
+
+def _openat2_beneath() -> Callable[[int, bytes], int] | None:
+    """Return a callable ``(dirfd, name) -> fd`` using openat2, or None."""
+    if not sys.platform.startswith("linux") or _O_PATH == 0:
+        return None
+    import ctypes  # noqa: PLC0415 - only Linux needs it, and only here
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        syscall = libc.syscall
+    except (OSError, AttributeError):
+        return None
+    syscall.restype = ctypes.c_long
+
+    class OpenHow(ctypes.Structure):
+        _fields_ = (
+            ("flags", ctypes.c_uint64),
+            ("mode", ctypes.c_uint64),
+            ("resolve", ctypes.c_uint64),
+        )
+
+    # RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS, as the compiled reader asks.
+    how = OpenHow(FILE_FLAGS, 0, 0x08 | 0x02)
+    nr = ctypes.c_long(437)  # SYS_openat2: one number on every Linux ABI we build for
+    size = ctypes.c_size_t(ctypes.sizeof(how))
+    ref = ctypes.byref(how)
+
+    def openat2(dirfd: int, name: bytes) -> int:
+        while True:
+            fd = int(syscall(nr, ctypes.c_long(dirfd), ctypes.c_char_p(name), ref, size))
+            if fd >= 0:
+                return fd
+            err = ctypes.get_errno()
+            if err != errno.EINTR:
+                raise OSError(err, os.strerror(err))
+
+    return openat2
+
+
+_openat2 = _openat2_beneath()
+
+
+def _open(dirfd: int, home: bytes, name: bytes, flags: int) -> int:
+    if dirfd >= 0:
+        return os.open(name, flags, dir_fd=dirfd)
+    return os.open(os.path.join(home, name), flags)
+
+
+def _open_nofollow(dirfd: int, home: bytes, name: bytes) -> int:
+    """Open ``name`` unless it is a symlink (ELOOP, as O_NOFOLLOW says)."""
+    if _O_NOFOLLOW:
+        return _open(dirfd, home, name, FILE_FLAGS | _O_NOFOLLOW)
+    # No O_NOFOLLOW (Windows): check, then open. A link swapped in between is
+    # followed: best effort only, as the documentation says.
+    if os.path.islink(os.path.join(home, name)):
+        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP))
+    return _open(dirfd, home, name, FILE_FLAGS)
+
+
+def _open_within_portable(dirfd: int, home: bytes, name: bytes) -> int:
+    """Open ``name`` allowing at most one symlink whose target is a plain name.
+
+    The portable stand-in for RESOLVE_BENEATH: a target with a ``/`` (absolute,
+    ``..``, or in a subdirectory) is refused, and the target itself is opened
+    with O_NOFOLLOW, so a swap between check and open cannot lead outside.
+    """
+    try:
+        return _open_nofollow(dirfd, home, name)
+    except OSError as exc:
+        if exc.errno not in _SYMLINK_REFUSED:
+            raise
+    target = os.readlink(name, dir_fd=dirfd) if dirfd >= 0 else os.readlink(os.path.join(home, name))
+    if b"/" in target or target in (b"", b".", b".."):
+        raise OSError(errno.EXDEV, os.strerror(errno.EXDEV))
+    return _open_nofollow(dirfd, home, target)
+
+
+def open_entry(dirfd: int, home: bytes, name: bytes, symlinks: str) -> int:
+    if symlinks == "follow":
+        return _open(dirfd, home, name, FILE_FLAGS)
+    if symlinks == "refuse":
+        return _open_nofollow(dirfd, home, name)
+    if symlinks == "within" and _openat2 is not None and dirfd >= 0:
+        try:
+            return _openat2(dirfd, name)
+        except OSError as exc:
+            # ENOSYS: old kernel; EPERM: a seccomp filter that denies it.
+            if exc.errno not in (errno.ENOSYS, errno.EPERM):
+                raise
+    return _open_within_portable(dirfd, home, name)
+
+
+def classify_open_error(err: int, symlinks: str) -> FileStatus:
+    if err in ABSENT:
+        return FileStatus.MISSING
+    if err == errno.EXDEV and symlinks in ("within", "within-portable"):
+        return FileStatus.REFUSED
+    if err in _SYMLINK_REFUSED and symlinks in ("refuse", "within-portable"):
+        return FileStatus.REFUSED
+    if err in (errno.ENXIO, errno.EOPNOTSUPP):  # a socket (Linux; macOS), or a driverless device
+        return FileStatus.NOT_REGULAR
+    return FileStatus.UNREADABLE

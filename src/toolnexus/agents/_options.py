@@ -1,0 +1,246 @@
+"""The options of a composition: checked once for every entry point, and the values they make.
+
+Each check raises ``TypeError`` or ``ValueError`` whose message starts with
+the argument's name, before any I/O. ``Budget`` is the ``budget`` argument,
+a value that checks itself; ``Options`` is what the checks hand on: the
+validated options of one composition, in the reader's terms; ``home_path``
+turns the public ``dir`` argument into the home's path.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Final, Literal, NamedTuple, TypeAlias, cast
+
+from ._format import BOOTSTRAP_ORDER, layout
+from ._vocabulary import Layout, SymlinkPolicy
+
+__all__ = [
+    "MAX_CAP",
+    "Budget",
+    "Keep",
+    "Options",
+    "PathArg",
+    "check_bool",
+    "check_files",
+    "check_int",
+    "check_options",
+    "home_path",
+]
+
+PathArg: TypeAlias = str | bytes | os.PathLike[str] | os.PathLike[bytes]
+Keep = Literal["head+tail", "head"]
+
+# The compiled reader holds the cap in a Py_ssize_t and asks for cap + 1 bytes.
+MAX_CAP: Final = 2**63 - 2
+
+_POLICIES: Final = ("follow", "within", "refuse")
+_BOOTSTRAP_NAMES: Final = tuple(os.fsencode(name) for name in BOOTSTRAP_ORDER)
+_FS_ENCODING: Final = sys.getfilesystemencoding()
+_FS_ERRORS: Final = sys.getfilesystemencodeerrors()
+# What a file name may not hold: a character that would break or forge the
+# soul's section heading (C0 and C1 controls, DEL, line and paragraph
+# separators), and a lone surrogate (a byte that is not UTF-8, which the
+# soul, a UTF-8 text, cannot hold).
+_NOT_IN_A_NAME: Final = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How big a soul may be, and how it is measured (see docs/format.md, "Budgets").
+
+    ``total`` limits the whole soul, section headings and cut markers
+    included; ``per_file`` limits each file's kept body, markers excluded.
+    Each is a positive int, or None for no limit. ``keep`` says what a cut
+    file keeps: ``"head+tail"`` (its start, a marker line, its end) or
+    ``"head"`` (its start and the marker). ``count`` measures text: ``len``
+    (characters) when None; ``lambda s: len(s.encode())`` for bytes; a
+    tokenizer's ``lambda s: len(enc.encode(s))`` for tokens. It is called
+    O(log n) times per file, never once per character. A frozen, hashable
+    value: caches key on it (``count`` by identity).
+    """
+
+    total: int | None = None
+    per_file: int | None = None
+    keep: Keep = "head+tail"
+    count: Callable[[str], int] | None = None
+
+    def __post_init__(self) -> None:
+        for field in ("total", "per_file"):
+            value = getattr(self, field)
+            if value is not None:
+                object.__setattr__(self, field, check_int(value, f"Budget.{field}", 1))
+        if not isinstance(self.keep, str):
+            raise TypeError(f"Budget.keep must be a str, not {type(self.keep).__name__}")
+        if self.keep not in ("head+tail", "head"):
+            raise ValueError(f"Budget.keep must be 'head+tail' or 'head', got {self.keep!r}")
+        if self.count is not None:
+            if not callable(self.count):
+                raise TypeError(f"Budget.count must be callable, not {type(self.count).__name__}")
+            if (empty := self.measure("")) != 0:  # the laws take a length: nothing measures 0
+                raise ValueError(f"Budget.count must measure the empty text as 0, got {empty}")
+
+    def measure(self, text: str) -> int:
+        """``text`` in the budget's unit."""
+        if self.count is None:
+            return len(text)
+        units = self.count(text)
+        if type(units) is not int:
+            raise TypeError(f"Budget.count must return an int, not {type(units).__name__}")
+        if units < 0:
+            raise ValueError(f"Budget.count must return a count >= 0, got {units}")
+        return units
+
+
+class Options(NamedTuple):
+    """Checked options of one composition."""
+
+    cap: int  # max_file_bytes
+    symlinks: SymlinkPolicy
+    strict: bool
+    files: tuple[str, ...]  # the names to compose, in order
+    names: tuple[bytes, ...]  # the same, as the reader takes them
+    layout: Layout  # the names, section heads and notice for these names and cap
+    budget: Budget | None
+
+
+def home_path(dir: object, name: str = "dir") -> bytes:
+    """The home's path, from the ``dir`` argument: bytes, or TypeError/ValueError naming the argument."""
+    if type(dir) is str:  # the common case first: this runs once per soul
+        path = _encode(dir, name)
+    elif isinstance(dir, bytes):
+        path = bytes(dir)
+    elif isinstance(dir, (str, os.PathLike)):
+        try:
+            fspath = os.fspath(dir)
+        except TypeError as exc:  # __fspath__ returned something else
+            raise TypeError(f"{name} is not a usable path: {exc}") from None
+        path = _encode(fspath, name) if isinstance(fspath, str) else fspath
+    else:
+        raise TypeError(f"{name} must be str, bytes or os.PathLike, not {type(dir).__name__}")
+    if b"\0" in path:
+        raise ValueError(f"{name} must not contain a NUL byte")
+    return path
+
+
+def _encode(path: str, name: str) -> bytes:
+    try:
+        return path.encode(_FS_ENCODING, _FS_ERRORS)
+    except UnicodeError as exc:
+        raise ValueError(f"{name} cannot be encoded as a filesystem path: {exc}") from None
+
+
+def check_int(value: object, name: str, low: int, high: int | None = None) -> int:
+    """An ``int`` (a subclass is fine, ``bool`` is not) with ``low <= value <= high``."""
+    if type(value) is not int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+        value = int(value)
+    if high is None:
+        if value < low:
+            raise ValueError(f"{name} must be >= {low}, got {value}")
+    elif not low <= value <= high:
+        raise ValueError(f"{name} must be between {low} and {high}, got {value}")
+    return value
+
+
+def check_bool(value: object, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, not {type(value).__name__}")
+    return value
+
+
+def _check_policy(symlinks: object) -> SymlinkPolicy:
+    if not isinstance(symlinks, str):
+        raise TypeError(f"symlinks must be a str, not {type(symlinks).__name__}")
+    if symlinks not in _POLICIES:
+        raise ValueError(f"symlinks must be 'follow', 'within' or 'refuse', got {symlinks!r}")
+    # The constant itself, not a subclass of str that equals it: the reader's
+    # comparisons and a report's value stay plain.
+    return _POLICIES[_POLICIES.index(symlinks)]
+
+
+def _check_files(files: object) -> tuple[tuple[str, ...], tuple[bytes, ...]]:
+    """The names to compose, as given and as the reader takes them; every check linear in their number."""
+    if files is None:
+        return BOOTSTRAP_ORDER, _BOOTSTRAP_NAMES
+    if isinstance(files, (str, bytes)):
+        raise TypeError(f"files must be a sequence of names, not a single {type(files).__name__}")
+    if isinstance(files, AbstractSet):  # no order: the soul's would be chance
+        raise TypeError(f"files must be an ordered sequence of names, not {type(files).__name__}")
+    try:
+        given: tuple[object, ...] = tuple(cast("Iterable[object]", files))
+    except TypeError:
+        raise TypeError(f"files must be a sequence of names, not {type(files).__name__}") from None
+    names: list[str] = []
+    seen: set[str] = set()
+    for name in given:
+        if not isinstance(name, str):
+            raise TypeError(f"files must hold str names, not {type(name).__name__}")
+        if (
+            not name
+            or name in (".", "..")
+            or "/" in name
+            or "\0" in name
+            or (os.sep != "/" and os.sep in name)
+        ):
+            raise ValueError(f"files must hold plain file names, not {name!r}")
+        if (unsafe := _NOT_IN_A_NAME.search(name)) is not None:
+            raise ValueError(
+                f"files must hold names that can head a section, not {name!r}: {_why(unsafe[0])}"
+            )
+        if name in seen:
+            raise ValueError(f"files must not name a file twice, as it does {name!r}")
+        seen.add(name)
+        names.append(str(name))  # a subclass of str, as the plain str it stands for
+    return tuple(names), tuple(_encode(name, "files") for name in names)
+
+
+def _why(char: str) -> str:
+    if "\ud800" <= char <= "\udfff":
+        return "it holds a byte that is not UTF-8"
+    if char in "\u2028\u2029":
+        return "it holds a line or paragraph separator"
+    return "it holds a control character"
+
+
+def check_files(files: object) -> tuple[str, ...]:
+    """The ``files`` argument checked: its names, in order (TypeError or ValueError naming it)."""
+    return _check_files(files)[0]
+
+
+def check_options(
+    max_file_bytes: object,
+    symlinks: object = "follow",
+    strict: object = False,
+    files: object = None,
+    budget: object = None,
+) -> Options:
+    """Check ``compose``'s options, in the order of its signature."""
+    try:
+        return _checked(max_file_bytes, symlinks, strict, files, budget)
+    except TypeError:  # unhashable, or wrong: checked again uncached, to raise the right error
+        return _check_options(max_file_bytes, symlinks, strict, files, budget)
+
+
+def _check_options(
+    max_file_bytes: object, symlinks: object, strict: object, files: object, budget: object
+) -> Options:
+    cap = check_int(max_file_bytes, "max_file_bytes", 1, MAX_CAP)
+    policy = _check_policy(symlinks)
+    strict = check_bool(strict, "strict")
+    names, encoded = _check_files(files)
+    if budget is not None and not isinstance(budget, Budget):
+        raise TypeError(f"budget must be a Budget or None, not {type(budget).__name__}")
+    return Options(cap, policy, strict, names, encoded, layout(names, cap), budget)
+
+
+# A host passes the same few options again and again. typed=True keeps True
+# from passing for 1 (equal and with equal hashes, but not an int option).
+_checked = lru_cache(maxsize=256, typed=True)(_check_options)
