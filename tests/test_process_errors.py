@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import in_child
-from toolnexus.agents import Budget, SoulCache, acompose, compose, compose_many, compose_soul
+from toolnexus.agents import Budget, SoulCache, acompose, compose, compose_many, compose_soul, memory_tool
 from toolnexus.agents._format import layout
 from toolnexus.agents._native import _capread_py
 from toolnexus.agents.cli import main
@@ -124,3 +124,27 @@ def test_no_memory_raises_on_the_pure_reader(persona: Path, monkeypatch: pytest.
     with pytest.raises(OSError, match="Cannot allocate memory") as raised:
         _capread_py.compose_homes([bytes(persona)], [b"SOUL.md"], 100, "follow", layout(("SOUL.md",), 100))
     assert (raised.value.errno, raised.value.filename) == (errno.ENOMEM, str(persona / "SOUL.md"))
+
+
+@pytest.mark.reader_independent
+def test_memory_tools_closed_leave_no_descriptor_behind(persona: Path) -> None:
+    # Each tool holds its home open until closed: 300 of them, one after another, under 256.
+    def many() -> object:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+        for number in range(300):
+            with memory_tool(persona, limit=10**9) as tool:
+                tool.add(f"note {number}")
+        return len(memory_tool(persona, limit=10**9).entries())
+
+    assert in_child(many) == 301
+
+    def kept_open() -> object:  # closed by nobody: the 253rd cannot open its home
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+        tools = []
+        try:
+            while True:
+                tools.append(memory_tool(persona))
+        except OSError as exc:
+            return exc.errno, len(tools) > 200
+
+    assert in_child(kept_open) == (errno.EMFILE, True)
