@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import textwrap
 from pathlib import Path
 
 import pytest
 
 from conftest import Writer
-from counts import lines, newlines, super_additive, tiktoken_count, words
+from counts import lines, newlines, super_additive, tiktoken_count, tiktoken_encoding, words
 from toolnexus.agents import (
     Budget,
     FileReport,
@@ -312,6 +313,38 @@ def test_a_tokenizer_count(home: Path, write: Writer) -> None:
     assert soul.used == tokens(soul.text)
     assert soul.cut_files == ("MEMORY.md",)
     assert soul.files[1].cut is False
+
+
+def test_the_readme_token_recipe_counts_special_tokens_as_text(
+    home: Path, write: Writer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The README's recipe, run as written, on a home whose file holds a special token's text.
+    tiktoken = pytest.importorskip("tiktoken")
+    encoding = tiktoken_encoding()
+    with pytest.raises(ValueError, match="disallowed special token"):
+        encoding.encode("<|endoftext|>")  # what the recipe must not do: refuse a persona's text
+    monkeypatch.setattr(tiktoken, "get_encoding", lambda name: encoding)  # the named ones download
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    (block,) = [b for b in readme.split("```python\n")[1:] if "import tiktoken" in b]
+    recipe: dict[str, object] = {}
+    exec(compile(textwrap.dedent(block.split("```", 1)[0]), "README.md", "exec"), recipe)
+    budget = recipe["TOKENS"]
+    assert isinstance(budget, Budget)
+    assert (budget.total, budget.per_file) == (8000, 3000)
+    write("SOUL.md", "Never print <|endoftext|> to a user.")
+    write("MEMORY.md", "- the <|endoftext|> token ends a document\n" * 1000)
+    soul = compose(home, budget=budget)
+    tokens = tiktoken_count()
+    assert tokens is not None
+    line = "- the <|endoftext|> token ends a document\n"
+    assert soul.text == (
+        "## SOUL.md\n\nNever print <|endoftext|> to a user.\n\n## MEMORY.md\n\n"
+        + line * 60
+        + "[... 38,641 bytes of MEMORY.md left out ...]\n"
+        + (line * 20)[:-1]
+    )
+    assert (soul.used, tokens(soul.text)) == (3062, 3062)
+    assert (soul.cut_files, soul.files[-1].kept, soul.files[-1].left_out) == (("MEMORY.md",), 2958, 34041)
 
 
 # ---- every entry point ---------------------------------------------------------

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from conftest import Writer, make_homes
-from toolnexus.agents import BootstrapFileError, CacheStats, SoulCache, Validate, compose
+from toolnexus.agents import BootstrapFileError, Budget, CacheStats, SoulCache, Validate, compose
 from toolnexus.agents._cache import _stat as _fresh_stat
 
 
@@ -327,3 +327,26 @@ def test_bad_arguments_name_themselves(tmp_path: Path) -> None:
         cache.compose(tmp_path, symlinks="sometimes")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"^strict must be a bool, not int$"):
         cache.compose(tmp_path, strict=1)  # type: ignore[arg-type]
+
+
+def test_a_budget_made_per_call_keeps_one_entry(tmp_path: Path, mode: Mode) -> None:
+    # The README's token recipe inside a session handler: a fresh Budget, a fresh count, each call.
+    homes = make_homes(tmp_path, 3)
+    mode.settle()
+    with mode.cache(maxsize=3) as cache:
+        for home in homes[1:]:
+            cache.compose(home)
+        souls = [
+            cache.compose(homes[0], budget=Budget(total=100, count=lambda text: len(text.split())))
+            for _ in range(50)
+        ]
+        assert len(cache) == 3  # one entry for homes[0] and that budget's shape; the others stay
+        assert all(soul.text == "## SOUL.md\n\nsoul 0" for soul in souls)
+        assert cache.stats.hits == 0  # a new count each time: composed each time, as it must be
+        # Made once, a budget hits.
+        budget = Budget(total=100, count=lambda text: len(text.split()))
+        first = cache.compose(homes[0], budget=budget)
+        assert cache.compose(homes[0], budget=budget) is first
+        assert (cache.stats.hits, len(cache)) == (1, 3)
+        assert [cache.compose(home) for home in homes[1:]] == [compose(home) for home in homes[1:]]
+        assert cache.stats.hits == 3  # the other homes were never pushed out

@@ -185,7 +185,7 @@ def test_check_several_directories(tmp_path: Path, capsys: Capture) -> None:
 @pytest.mark.parametrize(
     ("argv", "last_line"),
     [
-        ([], "toolnexus-soul: error: a command is needed: compose, check, batch, memory"),
+        ([], "toolnexus-soul: error: a command is needed: compose, check, batch, memory, mcp"),
         (
             ["compose", "x", "--symlinks", "sometimes"],
             "toolnexus-soul compose: error: argument --symlinks:"

@@ -10,9 +10,10 @@ import signal
 import sys
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -20,6 +21,7 @@ from conftest import fork
 from toolnexus.agents import (
     BootstrapFileError,
     Soul,
+    SoulCache,
     _native,
     acompose,
     acompose_soul,
@@ -28,6 +30,8 @@ from toolnexus.agents import (
     compose_soul,
 )
 from toolnexus.agents._vocabulary import Composed, Excerpt
+
+T = TypeVar("T")
 
 
 def make_homes(root: Path, count: int) -> list[Path]:
@@ -144,6 +148,31 @@ def test_bad_options(tmp_path: Path, kwargs: dict[str, object], message: str) ->
     executor = kwargs.get("executor")
     if isinstance(executor, ThreadPoolExecutor):
         executor.shutdown()
+
+
+class _Inline(Executor):
+    """An executor of another kind than threads: it runs each task where it is submitted."""
+
+    def submit(self, fn: Callable[..., T], /, *args: object, **kwargs: object) -> Future[T]:
+        future: Future[T] = Future()
+        future.set_result(fn(*args, **kwargs))
+        return future
+
+
+@pytest.mark.reader_independent  # refused before anything is read
+@pytest.mark.parametrize("kind", [ProcessPoolExecutor, _Inline])
+def test_a_cache_takes_threads_only(tmp_path: Path, kind: Callable[[], Executor]) -> None:
+    # A cache watches a home before it reads it; a soul read elsewhere could be cached stale.
+    executor = kind()
+    with SoulCache() as cache, pytest.raises(ValueError, match=r"^cache needs") as caught:
+        compose_many([tmp_path], executor=executor, cache=cache)
+    executor.shutdown()
+    assert str(caught.value) == (
+        "cache needs this process's threads: give workers, or a ThreadPoolExecutor as executor,"
+        f" not a {type(executor).__name__}"
+    )
+    with SoulCache() as cache, ThreadPoolExecutor(1) as threads:
+        assert compose_many([tmp_path], executor=threads, cache=cache) == [compose(tmp_path)]
 
 
 @pytest.mark.reader_independent  # the workers import the package afresh, with its default reader

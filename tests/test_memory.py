@@ -23,6 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import is_root, tool_files, unprivileged
+from model_texts import DESCRIPTION, SCHEMA
 from toolnexus.agents import (
     AmbiguousMatch,
     InvalidEntry,
@@ -311,8 +312,12 @@ def test_bad_arguments_raise(tmp_path: Path, home: Path) -> None:
     tool = memory_tool(home)
     with pytest.raises(TypeError, match=r"^snapshot must be a MemorySnapshot, not tuple$"):
         tool.apply((), [])  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match=r"^style must be 'openai' or 'anthropic', got 'gemini'$"):
-        tool.definition("gemini")  # type: ignore[arg-type]
+    with pytest.raises(
+        ValueError, match=r"^style must be one of 'openai', 'openai-responses', 'anthropic', got 'gemini'$"
+    ):
+        tool.definition("gemini")  # type: ignore[call-overload]
+    with pytest.raises(TypeError, match=r"^strict must be a bool, not int$"):
+        tool.definition(strict=1)  # type: ignore[call-overload]
 
 
 # ---- contained: only its own file, inside the home ------------------------------------
@@ -357,7 +362,11 @@ def test_a_home_swapped_behind_its_path_is_refused(tmp_path: Path) -> None:
     tool.add("in the real home")
     link.unlink()
     link.symlink_to(other)  # the path now leads elsewhere: a swap
-    with pytest.raises(MemoryRefused, match=r"is no longer the directory this memory tool was made for$"):
+    with pytest.raises(
+        MemoryRefused,
+        match=r"^the persona's directory is no longer the one this memory tool was made for"
+        r" \(renamed, replaced or removed\)$",
+    ):
         tool.add("must not land in the other home")
     assert sorted(os.listdir(other)) == []
     assert (real / "MEMORY.md").read_text() == "- in the real home\n"
@@ -371,36 +380,6 @@ def test_a_memory_file_that_is_no_regular_file_is_refused(home: Path) -> None:
 
 
 # ---- for a model ------------------------------------------------------------------------
-
-DESCRIPTION = (
-    "Your long-term memory: short notes kept in MEMORY.md, which is part of your system prompt at the"
-    " start of every session. A change you make now shows in your prompt from the next session, not in"
-    " this one. Keep durable facts worth remembering (the user's preferences, decisions, lessons"
-    " learned), one short fact per entry. Actions: 'add' a new entry (content); 'replace' the one entry"
-    " holding old_text, a short piece of its text, by content; 'remove' the one entry holding old_text."
-    " The memory holds at most 2,200 characters: when it is full, replace or remove entries (merge or"
-    " shorten them) before adding."
-)
-SCHEMA = {
-    "type": "object",
-    "properties": {
-        "action": {
-            "type": "string",
-            "enum": ["add", "replace", "remove"],
-            "description": "add a new entry, replace an entry, or remove one",
-        },
-        "content": {
-            "type": "string",
-            "description": "add: the new entry; replace: the entry's new text. One paragraph, short.",
-        },
-        "old_text": {
-            "type": "string",
-            "description": "replace, remove: a short piece of text found in exactly one entry",
-        },
-    },
-    "required": ["action"],
-    "additionalProperties": False,
-}
 
 
 @independent
@@ -427,6 +406,7 @@ def test_a_model_call_and_its_answers(home: Path, memory: Path) -> None:
         "action": "add",
         "message": f"Added the entry. {holds.format('4 entries', 180)} The change shows in your prompt from"
         " the next session.",
+        "added": True,
         "entry_count": 4,
         "used": 180,
         "limit": 2200,
@@ -467,8 +447,7 @@ def test_a_model_call_and_its_answers(home: Path, memory: Path) -> None:
         (
             "{not json",
             "invalid",
-            "the arguments are not JSON: Expecting property name enclosed in double quotes:"
-            " line 1 column 2 (char 1).",
+            "the arguments are not JSON: Expecting property name enclosed in double quotes at character 1.",
         ),
         ([1, 2], "invalid", "the arguments must be an object, not an array."),
         ({}, "invalid", "action must be 'add', 'replace' or 'remove', not null."),
@@ -665,14 +644,19 @@ def test_the_readme_example_runs_as_written(
 ) -> None:
     root = Path(__file__).resolve().parents[1]
     readme = (root / "README.md").read_text(encoding="utf-8")
-    (block,) = [b for b in readme.split("```python\n")[1:] if "memory_tool(home)" in b]
-    code = block.split("```", 1)[0]
-    comments = [line.strip()[2:] for line in code.splitlines() if line.strip().startswith("# ")]
+    blocks = [b.split("```", 1)[0] for b in readme.split("```python\n")[1:] if "memory_tool(home)" in b]
+    assert len(blocks) == 2  # the session, then the SDK's types, in the same home
+    comments = [line.strip()[2:] for line in blocks[0].splitlines() if line.strip().startswith("# ")]
     printed = comments[comments.index("A tool call, as the model sends it:") + 1 :]
     monkeypatch.chdir(root)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    exec(compile(code, "README.md", "exec"), {})
+    namespace: dict[str, object] = {}
+    exec(compile(blocks[0], "README.md", "exec"), namespace)
     assert capsys.readouterr().out == " ".join(printed) + "\n"
+    exec(compile(blocks[1], "README.md", "exec"), namespace)
+    home = namespace["home"]
+    assert isinstance(home, str)
+    assert compose(home).text.endswith("## MEMORY.md\n\n" + ASTER.decode().strip())  # the note removed again
 
 
 # ---- what an independent tester found (each a test) ------------------------------------
@@ -762,7 +746,11 @@ def test_a_home_made_again_at_its_path_is_refused(tmp_path: Path) -> None:
     for _ in range(20):  # file systems reuse a freed inode at once: make sure one would be free
         shutil.rmtree(home)
         home.mkdir()
-    with pytest.raises(MemoryRefused, match=r"is no longer the directory this memory tool was made for$"):
+    with pytest.raises(
+        MemoryRefused,
+        match=r"^the persona's directory is no longer the one this memory tool was made for"
+        r" \(renamed, replaced or removed\)$",
+    ):
         tool.add("note")
     assert list(home.iterdir()) == []
 
@@ -798,7 +786,7 @@ def test_a_socket_memory_file_is_refused(tmp_path: Path) -> None:
 def test_tool_names_are_what_model_apis_take(home: Path, file: str, name: str) -> None:
     tool = memory_tool(home, file=file)
     assert tool.name == name
-    assert tool.definition()["function"]["name"] == name  # type: ignore[index]
+    assert tool.definition()["function"]["name"] == name
     json.dumps(tool.definition()).encode()
     tool.description().encode()
 

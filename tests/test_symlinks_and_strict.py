@@ -19,9 +19,12 @@ from toolnexus.agents import (
     FileStatus,
     Soul,
     SoulCache,
+    SymlinkPolicy,
     acompose,
+    acompose_soul,
     compose,
     compose_many,
+    compose_soul,
 )
 from twins import ReaderName
 
@@ -256,3 +259,25 @@ def test_a_home_that_cannot_be_opened_otherwise_is_the_systems_error(tmp_path: P
         "",
         [("unreadable", errno.ELOOP)] * 7,
     )
+
+
+def test_the_seeds_function_takes_the_policy_and_strict_too(layout: Path) -> None:
+    # A host that keeps compose_soul can refuse IDENTITY.md -> /etc/passwd and its kind.
+    assert compose_soul(layout) == (compose(layout).text, list(compose(layout).found))
+    assert OUTSIDE in compose_soul(layout)[0]
+    policies: tuple[SymlinkPolicy, ...] = ("within", "refuse")
+    for policy in policies:
+        soul, found = compose_soul(layout, symlinks=policy)
+        reported = compose(layout, symlinks=policy)
+        assert (soul, found) == (reported.text, list(reported.found))
+        assert OUTSIDE not in soul
+    with pytest.raises(BootstrapFileError) as raised:
+        compose_soul(layout, symlinks="within", strict=True)
+    assert raised.value.report.status is FileStatus.REFUSED
+
+
+def test_the_async_seeds_function_takes_them_too(layout: Path) -> None:
+    async def both() -> tuple[str, list[str]]:
+        return await acompose_soul(layout, symlinks="within")
+
+    assert asyncio.run(both()) == compose_soul(layout, symlinks="within")

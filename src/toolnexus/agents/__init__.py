@@ -21,6 +21,7 @@ from ._many import acompose, acompose_soul, compose_many
 from ._memory import (
     AmbiguousMatch,
     InvalidEntry,
+    MemoryCallResult,
     MemoryFull,
     MemoryRefused,
     MemorySnapshot,
@@ -50,6 +51,7 @@ __all__ = [
     "FileStatus",
     "InvalidEntry",
     "Keep",
+    "MemoryCallResult",
     "MemoryFull",
     "MemoryRefused",
     "MemorySnapshot",

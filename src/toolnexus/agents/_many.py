@@ -22,7 +22,6 @@ from concurrent.futures import (
     FIRST_EXCEPTION,
     Executor,
     Future,
-    ProcessPoolExecutor,
     ThreadPoolExecutor,
     wait,
 )
@@ -92,7 +91,8 @@ def compose_many(
     failure in input order is raised; its message names the file and so the
     directory. With a ``cache``, the homes it holds come from it, as
     ``cache.compose`` would give them, and only the rest are composed (and
-    cached); a process pool cannot share a cache.
+    cached), on threads of this process: a cache takes the default threads or
+    a ``ThreadPoolExecutor``, and any other executor is a ValueError.
     """
     homes = _homes(dirs)
     options = check_options(max_file_bytes, symlinks, strict, files, budget)
@@ -104,8 +104,12 @@ def compose_many(
         raise TypeError(f"executor must be a concurrent.futures.Executor, not {type(executor).__name__}")
     if cache is not None and not isinstance(cache, SoulCache):
         raise TypeError(f"cache must be a SoulCache or None, not {type(cache).__name__}")
-    if cache is not None and isinstance(executor, ProcessPoolExecutor):
-        raise ValueError("a cache cannot be shared with a process pool: use threads")
+    if cache is not None and executor is not None and not isinstance(executor, ThreadPoolExecutor):
+        # The cache watches before it reads: only what this process reads can be cached, never stale.
+        raise ValueError(
+            "cache needs this process's threads: give workers, or a ThreadPoolExecutor as executor,"
+            f" not a {type(executor).__name__}"
+        )
     if not homes:
         return []
     pool = executor if executor is not None else _POOLS.get(workers or os.cpu_count() or 1)

@@ -65,18 +65,32 @@ class CacheStats(NamedTuple):
     stat_checked: int = 0  # homes held that are validated by stat on each call
 
 
+# A budget's shape: its total, per_file and keep, and whether it counts characters.
+_Shape = tuple[int | None, int | None, str, bool] | None
+
+
 class _Key(NamedTuple):
-    """What a soul is cached under: its home and every option that shapes it."""
+    """What a soul is cached under: its home and every option that shapes it; of a budget, its shape.
+
+    A budget's count is a function, compared by identity: one made afresh
+    per call (a tokenizer's lambda in a session handler) is a new budget
+    each time. Keyed by its shape, such budgets share their home's one entry
+    (each recomposes, and takes the entry's place) instead of filling the
+    cache with copies of one soul; the entry answers only the budget it was
+    composed with.
+    """
 
     home: bytes
     cap: int
     symlinks: SymlinkPolicy
     files: tuple[str, ...]
-    budget: Budget | None
+    shape: _Shape
 
     @classmethod
     def of(cls, home: bytes, options: Options) -> _Key:
-        return cls(home, options.cap, options.symlinks, options.files, options.budget)
+        budget = options.budget
+        shape = None if budget is None else (budget.total, budget.per_file, budget.keep, budget.count is None)
+        return cls(home, options.cap, options.symlinks, options.files, shape)
 
 
 @dataclass(slots=True)
@@ -275,6 +289,8 @@ class SoulCache:
             if notifications.watcher is not None and (homes := notifications.drain(self._homes)):
                 self._went_stale(homes)
             entry = self._entries.get(key)
+            if entry is not None and entry.soul.budget != options.budget:
+                return None  # composed with another count: this call's budget recomposes, in its place
             if isinstance(entry, _Notified) and entry.fresh:  # no event since it was read
                 self._entries.move_to_end(key)
                 self._hits += 1

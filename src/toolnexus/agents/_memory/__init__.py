@@ -1,7 +1,8 @@
 """The persona's memory: the memory tool, and what it raises.
 
-``_tool`` holds ``memory_tool`` and ``MemoryTool`` (the host's API);
-``_model`` the tool as a model meets it (its definition, its calls);
+``_tool`` holds ``memory_tool`` and ``MemoryTool`` (the host's API), and
+``_results`` what it returns; ``_model`` the tool as a model meets it (its
+definition, typed as each SDK types it, and its calls);
 ``_entries`` what an entry is; ``_consolidate`` the merge of a
 consolidation; ``_disk`` how the file is written without losing any other
 writer's bytes; ``_errors`` and ``_words`` what the tool raises and says.
@@ -10,11 +11,14 @@ writer's bytes; ``_errors`` and ``_words`` what the tool raises and says.
 from __future__ import annotations
 
 from ._errors import AmbiguousMatch, InvalidEntry, MemoryFull, MemoryRefused, MemoryToolError, NoMatch
-from ._tool import MemorySnapshot, MemoryTool, MemoryUsage, MergeReport, memory_tool
+from ._model import MemoryCallResult
+from ._results import MemorySnapshot, MemoryUsage, MergeReport
+from ._tool import MemoryTool, memory_tool
 
 __all__ = [
     "AmbiguousMatch",
     "InvalidEntry",
+    "MemoryCallResult",
     "MemoryFull",
     "MemoryRefused",
     "MemorySnapshot",

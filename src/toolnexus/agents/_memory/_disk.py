@@ -358,7 +358,8 @@ class Disk:
         if self._folder.moved():
             raise Refused(
                 errno.EXDEV,
-                f"{os.fsdecode(self.home)} is no longer the directory this memory tool was made for",
+                "the persona's directory is no longer the one this memory tool was made for"
+                " (renamed, replaced or removed)",
             )
 
     @contextmanager

@@ -1,10 +1,14 @@
 """The memory tool as a model meets it: its definition for a model's API, and the calls it makes.
 
-``definition`` gives the tool in the shape OpenAI-style function calling or
-Anthropic tool use takes; ``call`` runs a call as the model sent it (a
-mapping, or the JSON text of one) and never raises for what the model sent:
-it returns a JSON-ready result whose message tells the model what happened,
-or how to do better.
+``definition`` gives the tool in the shape each API takes, typed as its SDK
+types it: OpenAI's chat completions (``ChatCompletionFunctionToolParam``),
+OpenAI's Responses API (``FunctionToolParam``), Anthropic's messages
+(``ToolParam``). Those types are named for type checkers only: the package
+imports no SDK. ``call`` runs a call as the model sent it (a mapping, or the
+JSON text of one) and never raises for what the model sent: it returns a
+``MemoryCallResult`` whose message tells the model what happened, or how to
+do better, in words that hold no path of the host and no advice for a
+Python programmer.
 """
 
 from __future__ import annotations
@@ -12,18 +16,80 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Final, Literal, Protocol, TypedDict, cast
 
 from ._errors import AmbiguousMatch, InvalidEntry, MemoryFull, MemoryToolError, NoMatch
 from ._words import brief
 
 if TYPE_CHECKING:
-    from ._tool import MemoryTool, MemoryUsage
+    from anthropic.types import ToolParam as AnthropicTool
+    from openai.types.chat import ChatCompletionFunctionToolParam as OpenAIChatTool
+    from openai.types.responses import FunctionToolParam as OpenAIResponsesTool
 
-__all__ = ["call", "definition", "description", "parameters", "tool_name"]
+    from ._results import MemoryUsage
 
+__all__ = [
+    "STYLES",
+    "MemoryCallResult",
+    "Style",
+    "call",
+    "definition",
+    "description",
+    "parameters",
+    "tool_name",
+]
+
+Style = Literal["openai", "openai-responses", "anthropic"]
+STYLES: Final = ("openai", "openai-responses", "anthropic")
 _ACTIONS: Final = ("add", "replace", "remove")
+_FIELDS: Final = ("action", "content", "old_text")
+_USES: Final = {"add": ("content",), "replace": ("old_text", "content"), "remove": ("old_text",)}
 _TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")  # what OpenAI's and Anthropic's APIs accept
+
+
+class _CallResultBase(TypedDict):
+    ok: bool
+    action: str | None  # the action called, if it is one of the three
+    message: str  # what happened, or how to do better, for the model
+
+
+class MemoryCallResult(_CallResultBase, total=False):
+    """What ``MemoryTool.call`` returns: JSON-ready, for a model to read.
+
+    ``ok``, ``action`` and ``message`` always; ``error`` when not ``ok``
+    (``invalid``, ``no_match``, ``ambiguous``, ``full``, ``refused``,
+    ``failed``); ``added`` after an ``add`` (False: the entry was there
+    already); ``entry_count``, ``used`` and ``limit`` unless the file could
+    not be read; ``candidates`` with ``no_match`` and ``ambiguous``;
+    ``longest`` with ``full``.
+    """
+
+    error: str
+    added: bool
+    entry_count: int
+    used: int
+    limit: int
+    candidates: list[str]
+    longest: list[str]
+
+
+class Tool(Protocol):
+    """What the model's side needs of a memory tool."""
+
+    file: str
+    name: str
+    label: str
+    limit: int
+
+    def added(self, text: str) -> tuple[MemoryUsage, bool]: ...
+
+    def replace(self, old: str, new: str) -> MemoryUsage: ...
+
+    def remove(self, old: str) -> MemoryUsage: ...
+
+    def usage(self) -> MemoryUsage: ...
+
+    def holds(self, usage: MemoryUsage) -> str: ...
 
 
 def tool_name(file: str) -> str:
@@ -35,22 +101,38 @@ def tool_name(file: str) -> str:
     return f"{stem}_memory" if stem else "memory"
 
 
-def description(tool: MemoryTool) -> str:
-    """What the tool tells a model about itself."""
+def description(tool: Tool) -> str:
+    """What the tool tells a model about itself: its own memory, or, for ``USER.md``, the user's profile."""
+    if tool.file == "USER.md":
+        what = (
+            f"What you know about the user: their profile, kept in {tool.label}, which is part of your "
+            "system prompt at the start of every session. A change you make now shows in your prompt from "
+            "the next session, not in this one. Keep facts about the user that help you help them (their "
+            "name, role, preferences, ways of working), one short fact per entry."
+        )
+    else:
+        what = (
+            f"Your long-term memory: short notes kept in {tool.label}, which is part of your system "
+            "prompt at the start of every session. A change you make now shows in your prompt from the "
+            "next session, not in this one. Keep durable facts worth remembering (the user's "
+            "preferences, decisions, lessons learned), one short fact per entry."
+        )
+    whole = "The profile" if tool.file == "USER.md" else "The memory"
     return (
-        f"Your long-term memory: short notes kept in {tool.label}, which is part of your system "
-        "prompt at the start of every session. A change you make now shows in your prompt from the "
-        "next session, not in this one. Keep durable facts worth remembering (the user's "
-        "preferences, decisions, lessons learned), one short fact per entry. Actions: 'add' a new "
-        "entry (content); 'replace' the one entry holding old_text, a short piece of its text, by "
-        f"content; 'remove' the one entry holding old_text. The memory holds at most {tool.limit:,} "
-        "characters: when it is full, replace or remove entries (merge or shorten them) before "
-        "adding."
+        f"{what} Actions: 'add' a new entry (content); 'replace' the one entry holding old_text, a short "
+        f"piece of its text, by content; 'remove' the one entry holding old_text. {whole} holds at most "
+        f"{tool.limit:,} characters: when it is full, replace or remove entries (merge or shorten them) "
+        "before adding."
     )
 
 
-def parameters() -> dict[str, object]:
-    """The JSON Schema of the tool's arguments."""
+def parameters(strict: bool = False) -> dict[str, object]:
+    """The JSON Schema of the tool's arguments; with ``strict``, as OpenAI's strict mode takes it.
+
+    Strict: every property required, the ones an action does not use given
+    as ``null``, no other property.
+    """
+    text: dict[str, object] = {"type": ["string", "null"]} if strict else {"type": "string"}
     return {
         "type": "object",
         "properties": {
@@ -60,23 +142,25 @@ def parameters() -> dict[str, object]:
                 "description": "add a new entry, replace an entry, or remove one",
             },
             "content": {
-                "type": "string",
-                "description": "add: the new entry; replace: the entry's new text. One paragraph, short.",
+                **text,
+                "description": "add: the new entry; replace: the entry's new text. One paragraph, short."
+                + (" null for remove." if strict else ""),
             },
             "old_text": {
-                "type": "string",
-                "description": "replace, remove: a short piece of text found in exactly one entry",
+                **text,
+                "description": "replace, remove: a short piece of text found in exactly one entry"
+                + ("; null for add." if strict else ""),
             },
         },
-        "required": ["action"],
+        "required": list(_FIELDS) if strict else ["action"],
         "additionalProperties": False,
     }
 
 
 def definition(
-    tool: MemoryTool, style: Literal["openai", "anthropic"], name: str | None
-) -> dict[str, object]:
-    """The tool as a model's API takes it: ``"openai"`` (function calling), ``"anthropic"`` (tool use)."""
+    tool: Tool, style: str, name: str | None, strict: bool
+) -> OpenAIChatTool | OpenAIResponsesTool | AnthropicTool:
+    """The tool in the shape of ``style``'s API (see ``MemoryTool.definition``)."""
     chosen = tool.name if name is None else name
     if not isinstance(chosen, str):
         raise TypeError(f"name must be a str, not {type(chosen).__name__}")
@@ -84,47 +168,68 @@ def definition(
         raise ValueError(
             f"name must be 1 to 64 letters, digits, '_' or '-' (what model APIs take), not {chosen!r}"
         )
+    if not isinstance(strict, bool):
+        raise TypeError(f"strict must be a bool, not {type(strict).__name__}")
+    schema = parameters(strict)
     if style == "openai":
-        function = {"name": chosen, "description": description(tool), "parameters": parameters()}
-        return {"type": "function", "function": function}
+        chat: OpenAIChatTool = {
+            "type": "function",
+            "function": {"name": chosen, "description": description(tool), "parameters": schema},
+        }
+        if strict:
+            chat["function"]["strict"] = True
+        return chat
+    if style == "openai-responses":
+        responses: OpenAIResponsesTool = {
+            "type": "function",
+            "name": chosen,
+            "description": description(tool),
+            "parameters": schema,
+            "strict": strict,
+        }
+        return responses
     if style == "anthropic":
-        return {"name": chosen, "description": description(tool), "input_schema": parameters()}
-    raise ValueError(f"style must be 'openai' or 'anthropic', got {style!r}")
+        anthropic: AnthropicTool = {"name": chosen, "description": description(tool), "input_schema": schema}
+        if strict:
+            anthropic["strict"] = True
+        return anthropic
+    raise ValueError(f"style must be one of {', '.join(map(repr, STYLES))}, got {style!r}")
 
 
-def call(tool: MemoryTool, arguments: Mapping[str, object] | str | bytes) -> dict[str, object]:
+def call(tool: Tool, arguments: object) -> MemoryCallResult:
     """Run a model's call of the tool; a JSON-ready result that tells it what happened."""
     action: object = None
     try:
         parsed = _arguments(arguments)
         action = parsed.get("action")
-        usage = _run(tool, parsed)
+        if action == "add":
+            usage, added = tool.added(_argument(parsed, "content"))
+        else:
+            usage, added = _run(tool, parsed), True
     except MemoryToolError as exc:
         return _failure(tool, action, exc.code, exc.message, exc)
     except OSError as exc:
         return _failure(
             tool, action, "failed", f"the memory file could not be used: {exc.strerror or exc}", exc
         )
-    verb = {"add": "Added the entry", "replace": "Replaced the entry", "remove": "Removed the entry"}[
-        str(action)
-    ]
-    return {
-        "ok": True,
-        "action": action,
-        "message": f"{verb}. {tool.holds(usage)}. The change shows in your prompt from the next session.",
-        **usage._asdict(),
-    }
-
-
-def _run(tool: MemoryTool, parsed: dict[str, object]) -> MemoryUsage:
-    action = parsed.get("action")
-    unknown = [key for key in parsed if key not in ("action", "content", "old_text")]
-    if unknown:
-        raise InvalidEntry(
-            f"unknown argument {brief(unknown[0])}: the arguments are action, content and old_text"
-        )
+    if not added:
+        done = "The entry was already there: nothing was added"
+    else:
+        done = {"add": "Added the entry", "replace": "Replaced the entry", "remove": "Removed the entry"}[
+            str(action)
+        ]
+    message = f"{done}. {tool.holds(usage)}."
+    if added:
+        message += " The change shows in your prompt from the next session."
+    result: MemoryCallResult = {"ok": True, "action": cast(str, action), "message": message}
     if action == "add":
-        return tool.add(_argument(parsed, "content"))
+        result["added"] = added
+    result.update({"entry_count": usage.entry_count, "used": usage.used, "limit": usage.limit})
+    return result
+
+
+def _run(tool: Tool, parsed: dict[str, object]) -> MemoryUsage:
+    action = parsed.get("action")
     if action == "replace":
         return tool.replace(_argument(parsed, "old_text"), _argument(parsed, "content"))
     if action == "remove":
@@ -132,37 +237,55 @@ def _run(tool: MemoryTool, parsed: dict[str, object]) -> MemoryUsage:
     raise InvalidEntry(f"action must be 'add', 'replace' or 'remove', not {brief(action)}")
 
 
-def _failure(tool: MemoryTool, action: object, code: str, message: str, exc: Exception) -> dict[str, object]:
+def _failure(tool: Tool, action: object, code: str, message: str, exc: Exception) -> MemoryCallResult:
     # The action as called, or None: a model's other text goes in the message only, cut and escaped.
-    result: dict[str, object] = {"ok": False, "action": action if action in _ACTIONS else None}
-    result["error"] = code
     try:
         usage: MemoryUsage | None = tool.usage()
     except (OSError, MemoryToolError):  # the file cannot even be read: say so without the usage
         usage = None
+    sentence = message if message.endswith(".") else message + "."
+    result: MemoryCallResult = {
+        "ok": False,
+        "action": action if action in _ACTIONS else None,
+        "message": sentence if usage is None else f"{sentence} {tool.holds(usage)}.",
+        "error": code,
+    }
     if isinstance(exc, (NoMatch, AmbiguousMatch)):
         result["candidates"] = list(exc.candidates)
     if isinstance(exc, MemoryFull):
         result["longest"] = list(exc.longest)
-    sentence = message if message.endswith(".") else message + "."
-    result["message"] = sentence if usage is None else f"{sentence} {tool.holds(usage)}."
     if usage is not None:
-        result.update(usage._asdict())
+        result.update({"entry_count": usage.entry_count, "used": usage.used, "limit": usage.limit})
     return result
 
 
 def _arguments(arguments: object) -> dict[str, object]:
-    """A model's arguments as a dict: given as one, or as JSON text."""
+    """A model's arguments as a dict: given as one, or as JSON text; every name text, none unknown."""
     if isinstance(arguments, (str, bytes)):
         try:
             arguments = json.loads(arguments)
-        except ValueError as exc:
-            raise InvalidEntry(f"the arguments are not JSON: {exc}") from None
+        except json.JSONDecodeError as exc:
+            raise InvalidEntry(f"the arguments are not JSON: {exc.msg} at character {exc.pos}") from None
+        except ValueError:  # a number too long for Python to read
+            raise InvalidEntry("the arguments hold a number with too many digits to read") from None
         except RecursionError:
             raise InvalidEntry("the arguments are not JSON this tool can take: nested too deeply") from None
     if not isinstance(arguments, Mapping):
         raise InvalidEntry(f"the arguments must be an object, not {brief(arguments)}")
-    return dict(arguments)
+    parsed = dict(arguments)
+    for key in parsed:
+        if not isinstance(key, str):
+            raise InvalidEntry(f"an argument's name must be text, not {brief(key)}")
+        if key not in _FIELDS:
+            raise InvalidEntry(
+                f"unknown argument {brief(key)}: the arguments are action, content and old_text"
+            )
+    action = parsed.get("action")
+    for key in _FIELDS[1:]:
+        # null stands for a field the action does not use (OpenAI's strict mode sends every field)
+        if parsed.get(key, 0) is None and key not in _USES.get(action if isinstance(action, str) else "", ()):
+            del parsed[key]
+    return parsed
 
 
 def _argument(parsed: Mapping[str, object], key: str) -> str:

@@ -13,9 +13,9 @@ entry is, is ``_entries``. The rules are in docs/format.md, "The memory file".
 from __future__ import annotations
 
 import asyncio
-import warnings
+import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import Final, Literal, NamedTuple
+from typing import TYPE_CHECKING, Final, Literal, overload
 
 from .._format import MAX_BOOTSTRAP_FILE_BYTES, body_text
 from .._options import PathArg, check_files, check_int, home_path
@@ -35,65 +35,21 @@ from ._entries import (
     with_entry_replaced,
 )
 from ._errors import AmbiguousMatch, InvalidEntry, MemoryFull, MemoryRefused, NoMatch
+from ._model import MemoryCallResult
+from ._results import MemorySnapshot, MemoryUsage, MergeReport
 from ._words import brief, entries_phrase, listed, start, starts
 
-__all__ = [
-    "DEFAULT_LIMITS",
-    "MemorySnapshot",
-    "MemoryTool",
-    "MemoryUsage",
-    "MergeReport",
-    "check_file",
-    "memory_tool",
-]
+if TYPE_CHECKING:
+    from anthropic.types import ToolParam
+    from openai.types.chat import ChatCompletionFunctionToolParam
+    from openai.types.responses import FunctionToolParam
+
+__all__ = ["DEFAULT_LIMITS", "MemoryTool", "check_file", "memory_tool"]
 
 # Characters a memory file may hold, by name (Hermes's figures): small, so
 # that memory stays a small part of the prompt. Any other name: 2,200.
 DEFAULT_LIMITS: Final = {"MEMORY.md": 2200, "USER.md": 1375}
 _DEFAULT_LIMIT: Final = 2200
-
-
-class MemoryUsage(NamedTuple):
-    """How full a memory file is: how many entries, its characters as the soul holds them, and its limit."""
-
-    entry_count: int
-    used: int
-    limit: int
-
-    @property
-    def entries(self) -> int:
-        """``entry_count``, by its 0.2 name (deprecated: ``MemoryTool.entries()`` gives the entries)."""
-        warnings.warn(
-            "MemoryUsage.entries is deprecated: use MemoryUsage.entry_count", DeprecationWarning, stacklevel=2
-        )
-        return self.entry_count
-
-
-class MemorySnapshot(NamedTuple):
-    """The entries of a memory file at one moment: what a consolidation rewrites."""
-
-    entries: tuple[str, ...]
-
-
-class MergeReport(NamedTuple):
-    """What ``apply`` did with a consolidation's entries.
-
-    ``applied`` says whether the file was written; ``entries`` are its
-    entries afterwards (as they were, if not). ``kept_added`` are entries
-    written since the snapshot, kept after the new ones; ``dropped_removed``
-    are entries of the new list that were removed since the snapshot, and
-    stay removed; ``removed_unmatched`` are entries removed since that the
-    new list does not hold as they were (it may hold them rewritten: a host
-    may want to look). ``problems`` says, in words, why nothing was written.
-    """
-
-    applied: bool
-    entries: tuple[str, ...]
-    kept_added: tuple[str, ...]
-    dropped_removed: tuple[str, ...]
-    removed_unmatched: tuple[str, ...]
-    problems: tuple[str, ...]
-    usage: MemoryUsage
 
 
 def used_characters(data: bytes) -> int:
@@ -104,9 +60,14 @@ def used_characters(data: bytes) -> int:
 def _find(text: str, needle: str) -> Entry:
     """The one entry of ``text`` that holds ``needle`` (or the first of copies of one).
 
-    Raises NoMatch when none does, AmbiguousMatch when several different ones do.
+    An entry whose text is ``needle`` (trimmed, as copies are compared) is
+    chosen over entries that merely hold it. Raises NoMatch when none
+    holds it, AmbiguousMatch when several different ones do.
     """
     found = entries(text)
+    exact = [entry for entry in found if same(shown(entry.text)) == same(needle)]
+    if exact:
+        return exact[0]
     matches = [entry for entry in found if needle in shown(entry.text)]
     # Copies are compared as old is matched: as entries() shows them, and
     # trimmed as a merge compares (no piece of text tells such entries apart).
@@ -181,9 +142,24 @@ class MemoryTool:
         return self._usage_of(self._read().data)
 
     def add(self, text: str) -> MemoryUsage:
-        """Add an entry holding ``text`` at the end of the file; the usage after."""
+        """Add an entry holding ``text`` at the end of the file; the usage after.
+
+        An entry of that very text already there is kept as it is, and none
+        added: a call repeated (a confirmation lost) never makes two.
+        """
+        return self.added(text)[0]
+
+    def added(self, text: str) -> tuple[MemoryUsage, bool]:
+        """``add``, and whether an entry was added (False: that very text was there already)."""
         entry = self._text(text, "content")
-        return self._rewrite(lambda current: with_entry_added(current, entry))
+        fresh = True
+
+        def change(current: str) -> str:
+            nonlocal fresh
+            fresh = not any(same(shown(old.text)) == entry for old in entries(current))
+            return with_entry_added(current, entry) if fresh else current
+
+        return self._rewrite(change), fresh
 
     def replace(self, old: str, new: str) -> MemoryUsage:
         """Replace the one entry that holds ``old`` by one holding ``new``; the usage after."""
@@ -250,17 +226,40 @@ class MemoryTool:
         """What the tool tells a model about itself."""
         return _model.description(self)
 
-    def parameters(self) -> dict[str, object]:
-        """The JSON Schema of the tool's arguments."""
-        return _model.parameters()
+    def parameters(self, strict: bool = False) -> dict[str, object]:
+        """The JSON Schema of the tool's arguments; ``strict`` as OpenAI's strict mode wants it."""
+        return _model.parameters(strict)
+
+    @overload
+    def definition(
+        self, style: Literal["openai"] = "openai", *, name: str | None = None, strict: bool = False
+    ) -> ChatCompletionFunctionToolParam: ...
+
+    @overload
+    def definition(
+        self, style: Literal["openai-responses"], *, name: str | None = None, strict: bool = False
+    ) -> FunctionToolParam: ...
+
+    @overload
+    def definition(
+        self, style: Literal["anthropic"], *, name: str | None = None, strict: bool = False
+    ) -> ToolParam: ...
 
     def definition(
-        self, style: Literal["openai", "anthropic"] = "openai", *, name: str | None = None
-    ) -> dict[str, object]:
-        """The tool as a model's API takes it: ``"openai"`` (function calling), ``"anthropic"`` (tool use)."""
-        return _model.definition(self, style, name)
+        self, style: str = "openai", *, name: str | None = None, strict: bool = False
+    ) -> ChatCompletionFunctionToolParam | FunctionToolParam | ToolParam:
+        """The tool as a model's API takes it, typed as that API's SDK types it.
 
-    def call(self, arguments: Mapping[str, object] | str | bytes) -> dict[str, object]:
+        ``"openai"``: chat completions' function calling (``{"type":
+        "function", "function": {...}}``); ``"openai-responses"``: the
+        Responses API (``{"type": "function", "name", ...}``);
+        ``"anthropic"``: tool use (``{"name", "description",
+        "input_schema"}``). ``strict=True`` meets OpenAI's strict mode (every
+        property required, unused ones null, no other property).
+        """
+        return _model.definition(self, style, name, strict)
+
+    def call(self, arguments: Mapping[str, object] | str | bytes) -> MemoryCallResult:
         """Run a model's call of the tool; a JSON-ready result that tells it what happened.
 
         ``arguments`` is the call's arguments, as a mapping or as the JSON text
@@ -292,7 +291,7 @@ class MemoryTool:
     async def aremove(self, old: str) -> MemoryUsage:
         return await asyncio.to_thread(self.remove, old)
 
-    async def acall(self, arguments: Mapping[str, object] | str | bytes) -> dict[str, object]:
+    async def acall(self, arguments: Mapping[str, object] | str | bytes) -> MemoryCallResult:
         return await asyncio.to_thread(self.call, arguments)
 
     async def asnapshot(self) -> MemorySnapshot:
@@ -330,7 +329,8 @@ class MemoryTool:
         old, new = encode(before), encode(after)
         used_before, used_after = used_characters(old), used_characters(new)
         if used_after > self.limit and used_after > used_before:
-            past = f"to {used_after:,} of its {self.limit:,} characters"
+            whole = len(body_text(new, len(new)))  # all of it, not only what the soul would keep
+            past = f"to {whole:,} of its {self.limit:,} characters"
         elif len(new) > MAX_BOOTSTRAP_FILE_BYTES and len(new) > len(old):
             past = f"past {MAX_BOOTSTRAP_FILE_BYTES:,} bytes, where the soul would cut it"
         else:
@@ -379,7 +379,11 @@ def memory_tool(dir: PathArg, *, file: str = "MEMORY.md", limit: int | None = No
     path = home_path(dir)
     name = check_file(file)
     size = DEFAULT_LIMITS.get(name, _DEFAULT_LIMIT) if limit is None else check_int(limit, "limit", 1)
-    return MemoryTool(path, name, size)
+    try:
+        return MemoryTool(path, name, size)
+    except OSError as exc:
+        exc.filename = os.fspath(dir)  # as given: a str for a str
+        raise
 
 
 def check_file(file: object) -> str:

@@ -3,13 +3,14 @@
 ``compose DIR`` prints the soul; ``check DIR...`` prints a per-file table;
 ``batch DIR...`` composes many homes into JSON lines (``_commands``);
 ``memory DIR ...`` lists and changes a persona's memory entries
-(``_memory``). It behaves as a Unix tool: every byte of its output is
-written or it fails with one line and a non-zero status (``_output``), it
-stops quietly when its reader goes away or at Ctrl-C, names are shown with
-every byte kept and nothing that could forge a line, usage errors come in
-argparse's style with the command's usage (``_parser``), and the exit codes
-are those ``--help`` lists. It uses the library's public names only, as any
-host does; argparse only, as the library has no runtime dependencies.
+(``_memory``); ``mcp DIR`` serves a home over MCP (``_mcp``). It behaves
+as a Unix tool: every byte of its output is written or it fails with one
+line and a non-zero status (``_output``), it stops quietly when its reader
+goes away or at Ctrl-C, names are shown with every byte kept and nothing
+that could forge a line, usage errors come in argparse's style with the
+command's usage (``_parser``), and the exit codes are those ``--help``
+lists. It uses the library's public names only, as any host does;
+argparse only, as the library has no runtime dependencies.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from .. import __version__
-from . import _commands, _memory
+from . import _commands, _mcp, _memory
 from ._output import Output, WriteFailed, quiet_stdout, say, shown
 from ._parser import EPILOG, Parsers, utf8_bytes
 
@@ -34,12 +35,14 @@ _COMMANDS: Final = {
     "check": _commands.check,
     "batch": _commands.batch,
     "memory": _memory.run,
+    "mcp": _mcp.run,
 }
 
 
 def _run(argv: Sequence[str]) -> int:
     parsers = Parsers()
     _memory.add_arguments(parsers.memory)
+    _mcp.add_arguments(parsers.mcp)
     args = parsers.parse(argv)
     if args.version:
         Output.stdout().write(f"toolnexus-soul {__version__} ({_commands.reader_name()})\n".encode())

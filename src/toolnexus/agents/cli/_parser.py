@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final, NoReturn
 
@@ -20,36 +21,62 @@ from ._output import Output, from_bytes_not_utf8, shown
 if TYPE_CHECKING:
     from _typeshed import SupportsWrite
 
-__all__ = ["EXIT_STATUSES", "MEMORY_EXIT_STATUSES", "Parsers", "budget_of", "usage_error", "utf8_bytes"]
+__all__ = [
+    "EXIT_STATUSES",
+    "MCP_EPILOG",
+    "MEMORY_EXIT_STATUSES",
+    "MEMORY_STATUSES",
+    "STATUSES",
+    "Parsers",
+    "budget_of",
+    "usage_error",
+    "utf8_bytes",
+]
 
-# The exit statuses, in the words of the README's table.
-EXIT_STATUSES: Final = """\
-exit status:
-  0    done
-  1    a DIR does not exist, is not a directory, cannot be searched or cannot
-       be opened; a bootstrap file exists but cannot be used (check, batch,
-       any --strict); check --budget would cut a file; the process ran out of
-       file descriptors or memory; or the output could not be written
-       (standard output closed as a descriptor, >&-, included)
-  2    usage: bad options or arguments, or a list or output file that cannot
-       be opened
-  130  interrupted (Ctrl-C)
-  141  the reader of standard output went away before all was written
-       (128 + SIGPIPE, as a shell reports)
-"""
-MEMORY_EXIT_STATUSES: Final = """\
-exit status:
-  0    done
-  1    DIR is no directory; the text cannot be an entry; no entry or several
-       hold OLD; the memory is full; the write is refused or fails; or the
-       output could not be written (standard output closed as a descriptor,
-       >&-, included)
-  2    usage: bad options or arguments, a TEXT, OLD, NEW or --file that is
-       not UTF-8
-  130  interrupted (Ctrl-C)
-  141  the reader of standard output went away before all was written
-       (128 + SIGPIPE, as a shell reports)
-"""
+# The exit statuses, in the words of the README's table (a test holds them to it).
+STATUSES: Final = (
+    ("0", "done (a batch whose --from-file list is empty: nothing composed, nothing written)"),
+    (
+        "1",
+        "a DIR does not exist, is not a directory, cannot be searched or cannot be opened; a bootstrap file"
+        " exists but cannot be used (check, batch, any --strict); check --budget would cut a file; the"
+        " process ran out of file descriptors or memory; memory could not make its change (the text cannot"
+        " be an entry, no entry or several hold OLD, the memory is full, the write is refused or fails); or"
+        " the output could not be written (standard output closed as a descriptor, >&-, included)",
+    ),
+    ("2", "usage: bad options or arguments, or a list or output file that cannot be opened"),
+    ("130", "interrupted (Ctrl-C): 128 + SIGINT, with no traceback"),
+    (
+        "141",
+        "the reader of standard output went away before all was written (128 + SIGPIPE, as a shell reports)",
+    ),
+)
+MEMORY_STATUSES: Final = (
+    ("0", "done"),
+    (
+        "1",
+        "DIR does not exist or is not a directory; memory could not make its change (the text cannot be an"
+        " entry, no entry or several hold OLD, the memory is full, the write is refused or fails); or the"
+        " output could not be written (standard output closed as a descriptor, >&-, included)",
+    ),
+    ("2", "usage: bad options or arguments, a TEXT, OLD, NEW or --file that is not UTF-8"),
+    STATUSES[3],
+    STATUSES[4],
+)
+
+
+def _table(statuses: tuple[tuple[str, str], ...]) -> str:
+    """Exit statuses as a help text lists them: the code, then its words wrapped under each other."""
+    lines = ["exit status:"]
+    for code, words in statuses:
+        wrapped = textwrap.wrap(words, 68)
+        lines.append(f"  {code:<4} {wrapped[0]}")
+        lines.extend(f"       {line}" for line in wrapped[1:])
+    return "\n".join(lines) + "\n"
+
+
+EXIT_STATUSES: Final = _table(STATUSES)
+MEMORY_EXIT_STATUSES: Final = _table(MEMORY_STATUSES)
 _NAMES: Final = """\
 Names are shown with every byte kept: in text output a byte outside valid
 UTF-8, and a control character, shows as \\xNN (or \\uNNNN), and a backslash
@@ -77,6 +104,20 @@ indented lines under it; everything else in the file is kept byte for byte.
 
 {MEMORY_EXIT_STATUSES}
 {_NAMES}"""
+
+
+MCP_EPILOG: Final = """\
+Serves the memory tool of each --file, the soul as the prompt "soul" (with
+an optional budget, in characters), and the soul and each bootstrap file
+present as resources (soul://soul, soul://file/NAME), until the client
+closes standard input. pip install 'toolnexus-soul[mcp]' installs the SDK.
+
+exit status:
+  0    the client closed the connection
+  1    the MCP SDK is not installed; DIR cannot be served
+  2    usage: bad options or arguments
+  130  interrupted (Ctrl-C)
+"""
 
 
 def utf8_bytes(text: str) -> int:
@@ -228,6 +269,9 @@ class Parsers:
         self.memory = self._command(
             commands, "memory", "list, add, replace or remove a persona's memory entries", MEMORY_EPILOG
         )
+        self.mcp = self._command(
+            commands, "mcp", "serve a persona's home over MCP, on stdio (needs the mcp extra)", MCP_EPILOG
+        )
 
     def _command(
         self,
@@ -259,7 +303,7 @@ class Parsers:
             self.top.error(f"a command is needed: {', '.join(self.commands)}")
         if extra:
             parser.error(f"unrecognized arguments: {' '.join(map(shown, extra))}")
-        if args.command != "memory":
+        if args.command not in ("memory", "mcp"):
             _check_compose_options(args)
         return args
 

@@ -1,0 +1,153 @@
+"""The command line at the edges a newcomer met: a NUL in a list, an empty list, Ctrl-C, help that agrees.
+
+Each was a defect; each is now a test. The help texts and the README are
+held to one table of exit statuses.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import make_homes
+from toolnexus.agents import compose
+from toolnexus.agents.cli import main
+from twins import ReaderName
+
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+Capture = pytest.CaptureFixture[str]
+
+
+def run(argv: list[str], capsys: Capture) -> tuple[int, str, str]:
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_a_nul_in_a_list_is_an_error_line_and_the_rest_is_composed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Capture
+) -> None:
+    first, second = make_homes(tmp_path, 2)
+    listing = f"{first}\n{tmp_path}/bad\0name\n{second}\n".encode()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(listing)))
+    code, out, err = run(["batch", "--from-file", "-", "--no-text"], capsys)
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert code == 1
+    assert [line["dir"] for line in lines] == [str(first), f"{tmp_path}/bad\0name", str(second)]
+    assert lines[1] == {"dir": f"{tmp_path}/bad\0name", "error": "not a path: it holds a NUL byte"}
+    assert lines[2]["found"] == ["SOUL.md"]
+    assert err.startswith("3 homes, 2 files")
+
+
+def test_an_empty_list_is_nothing_to_do(tmp_path: Path, capsys: Capture) -> None:
+    listing = tmp_path / "homes.txt"
+    listing.write_text("\n  \n")
+    assert run(["batch", "--from-file", str(listing)], capsys) == (0, "", "")
+
+
+def test_no_dir_and_no_list_is_still_a_usage_error(capsys: Capture) -> None:
+    code, out, err = run(["batch"], capsys)
+    assert (code, out, err.splitlines()[-1]) == (
+        2,
+        "",
+        "toolnexus-soul batch: error: batch needs at least one DIR or --from-file",
+    )
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGINT"), reason="needs SIGINT")
+def test_ctrl_c_exits_130_without_a_traceback(tmp_path: Path, reader: ReaderName) -> None:
+    # A list on a pipe that never ends: the command waits on it, then is interrupted.
+    env = {**os.environ, "TOOLNEXUS_SOUL_NO_EXTENSIONS": "1" if reader == "pure" else ""}
+    child = subprocess.Popen(
+        [sys.executable, "-m", "toolnexus.agents", "batch", "--from-file", "-"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    time.sleep(1.0)  # past start-up, reading the list
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=60)
+    assert (child.returncode, out, err) == (130, b"", b"")
+
+
+def test_ctrl_c_in_a_command_exits_130(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Capture
+) -> None:
+    (home,) = make_homes(tmp_path, 1)
+
+    def interrupted(*args: object, **kwargs: object) -> object:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("toolnexus.agents.cli._commands.compose", interrupted)
+    assert run(["compose", str(home)], capsys) == (130, "", "")
+
+
+def test_memory_help_is_memorys_own(capsys: Capture) -> None:
+    code, out, _ = run(["memory", "--help"], capsys)
+    assert code == 0
+    for other in ("--symlinks", "--budget", "symlink policies"):
+        assert other not in out
+    for own in ("--file NAME", "--limit N"):
+        assert own in out
+    statuses = _statuses(out)
+    assert list(statuses) == ["0", "1", "2", "130", "141"]
+    assert statuses["1"].startswith(
+        "DIR does not exist or is not a directory; memory could not make its change"
+    )
+
+
+def _statuses(help_text: str) -> dict[str, str]:
+    """The help's exit statuses: code -> its words, on one line."""
+    block = help_text[help_text.index("exit status:") :].split("\n\n", maxsplit=1)[0]
+    statuses: dict[str, str] = {}
+    code = ""
+    for line in block.splitlines()[1:]:
+        match = re.match(r"  (\d+)\s+(.*)", line)
+        if match:
+            code = match[1]
+            statuses[code] = match[2]
+        else:
+            statuses[code] += " " + line.strip()
+    return statuses
+
+
+def _readme_statuses() -> dict[str, str]:
+    table = README[README.index("| code | meaning |") :].split("\n\n")[0]
+    rows = [row.split(" | ") for row in table.splitlines()[2:]]
+    return {row[0].strip("| "): row[1].strip("| ") for row in rows}
+
+
+@pytest.mark.parametrize("command", [[], ["compose"], ["check"], ["batch"]])
+def test_every_help_says_what_the_readme_says(command: list[str], capsys: Capture) -> None:
+    code, out, _ = run([*command, "--help"], capsys)
+    assert code == 0
+    readme = {code: _plain(words) for code, words in _readme_statuses().items()}
+    assert {code: _plain(words) for code, words in _statuses(out).items()} == readme
+
+
+def test_memorys_help_says_what_the_readme_says_of_141_and_130(capsys: Capture) -> None:
+    _, out, _ = run(["memory", "--help"], capsys)
+    readme, statuses = _readme_statuses(), _statuses(out)
+    assert [_plain(statuses[code]) for code in ("130", "141")] == [
+        _plain(readme[code]) for code in ("130", "141")
+    ]
+
+
+def _plain(words: str) -> str:
+    """Words without the markdown's marks, one space apart."""
+    return " ".join(words.replace("`", "").replace("\\|", "|").split())
+
+
+def test_a_composed_soul_is_what_the_library_composes(tmp_path: Path, capsys: Capture) -> None:
+    (home,) = make_homes(tmp_path, 1)
+    assert run(["compose", str(home)], capsys) == (0, compose(home).text, "")
