@@ -18,25 +18,17 @@ import argparse
 import statistics
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # twins: the reader swap
 
-from scenarios import make_large
+from scenarios import make_large, per_home_us
 from toolnexus.agents import Budget, compose
 from twins import using
 
 TARGET = 10.0
-
-
-def per_home_us(run: Callable[[str], object], dirs: list[str]) -> float:
-    start = time.perf_counter_ns()
-    for directory in dirs:
-        run(directory)
-    return (time.perf_counter_ns() - start) / len(dirs) / 1000
 
 
 def main() -> int:

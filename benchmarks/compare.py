@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # twins: the reader swap
 
 from floor import DecodeFloor, SyscallFloor, capped_bodies, decode_all
-from scenarios import baseline_compose_soul, make_empty, make_large, make_typical
+from scenarios import baseline_compose_soul, make_empty, make_large, make_typical, per_home_us
 from toolnexus.agents import MAX_BOOTSTRAP_FILE_BYTES, compose_soul
 from twins import ReaderName, using
 
@@ -52,13 +52,6 @@ EXTRA_RATIOS = [
     ("empty", "pure/floor", "pure", "floor"),
     ("empty", "baseline/compiled", "baseline", "compiled"),
 ]
-
-
-def per_home_us(func: Callable[[str], object], dirs: list[str]) -> float:
-    start = time.perf_counter_ns()
-    for directory in dirs:
-        func(directory)
-    return (time.perf_counter_ns() - start) / len(dirs) / 1000
 
 
 def floor_us(floor: SyscallFloor, count: int) -> float:

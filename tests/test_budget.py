@@ -364,11 +364,11 @@ def test_every_entry_point_takes_budget_and_files(tmp_path: Path) -> None:
     assert expected[0].found == ("NOTES.md", "AGENTS.md")
     assert expected[0].budget == budget
     assert compose_many(homes, files=files, budget=budget) == expected
-    cache = SoulCache()
-    first = cache.compose(homes[0], files=files, budget=budget)
-    assert first == expected[0]
-    assert cache.compose(homes[0], files=files, budget=budget) == first
-    assert cache.compose(homes[0], budget=budget) != first  # the options are part of the key
+    with SoulCache() as cache:
+        first = cache.compose(homes[0], files=files, budget=budget)
+        assert first == expected[0]
+        assert cache.compose(homes[0], files=files, budget=budget) == first
+        assert cache.compose(homes[0], budget=budget) != first  # the options are part of the key
     assert asyncio.run(acompose(homes[1], files=files, budget=budget)) == expected[1]
     assert asyncio.run(acompose_soul(homes[2], budget=budget)) == compose_soul(homes[2], budget=budget)
 

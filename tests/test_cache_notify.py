@@ -72,6 +72,64 @@ def test_in_place_writes_through_one_descriptor(home: Path, write: Writer, cache
         os.close(fd)
 
 
+def kernel_watches(cache: SoulCache) -> int:
+    """The inotify watches the kernel holds for ``cache``'s queue."""
+    watcher = cache._notifications.watcher
+    assert watcher is not None
+    info = Path(f"/proc/self/fdinfo/{watcher.fd}").read_text()
+    return sum(line.startswith("inotify wd:") for line in info.splitlines())
+
+
+def test_one_watch_a_home(tmp_path: Path, cache: SoulCache) -> None:
+    # A directory's watch reports its entries' changes: plain homes need one
+    # watch each, and their parents' watches are shared by all of them.
+    homes = make_homes(tmp_path, 50)
+    for home in homes:
+        cache.compose(home)
+    above = len(tmp_path.parts)  # "/" and every directory down to tmp_path, shared
+    assert kernel_watches(cache) == 50 + above
+    (homes[7] / "SOUL.md").write_text("written, with no watch of its own")
+    assert cache.compose(homes[7]).text == "## SOUL.md\n\nwritten, with no watch of its own"
+
+
+def test_a_hard_link_written_through_its_other_name(tmp_path: Path, home: Path, cache: SoulCache) -> None:
+    shared = tmp_path / "shared-tools.md"
+    shared.write_text("tools 1")
+    os.link(shared, home / "TOOLS.md")
+    (home / "SOUL.md").write_text("soul")
+    assert cache.compose(home).text == "## SOUL.md\n\nsoul\n\n## TOOLS.md\n\ntools 1"
+    with shared.open("r+") as handle:  # the home's directory sees nothing of this
+        handle.write("tools 2")
+    assert cache.compose(home).text == "## SOUL.md\n\nsoul\n\n## TOOLS.md\n\ntools 2"
+    assert cache.stats.stale == 1
+
+
+def test_a_linked_file_written_before_its_own_watch(
+    tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A read finds TOOLS.md linked, and the cache watches it on its own; a
+    # write through the other name between that read and that watch is in
+    # the soul it caches, which is read again once the watch is made.
+    shared = tmp_path / "shared-tools.md"
+    shared.write_text("tools 1")
+    os.link(shared, home / "TOOLS.md")
+    assert _native.notifier is not None
+    add_watch = _native.notifier.add_watch
+
+    def late(fd: int, path: bytes, mask: int) -> int:
+        if path.endswith(b"/TOOLS.md") and shared.read_text() == "tools 1":
+            shared.write_text("tools 2")  # before the file's watch: the home's sees nothing
+        return add_watch(fd, path, mask)
+
+    monkeypatch.setattr(_native.notifier, "add_watch", late)
+    with SoulCache(validate="notify") as cache:
+        assert cache.compose(home).text == "## TOOLS.md\n\ntools 2"
+        assert cache.compose(home).text == "## TOOLS.md\n\ntools 2"
+        assert cache.stats.hits == 1
+        shared.write_text("tools 3")
+        assert cache.compose(home).text == "## TOOLS.md\n\ntools 3"
+
+
 def test_symlink_target_outside_the_home(tmp_path: Path, home: Path, cache: SoulCache) -> None:
     shared = tmp_path / "shared"
     shared.mkdir()
@@ -102,6 +160,56 @@ def test_symlink_chain_through_a_linked_directory(tmp_path: Path, home: Path, ca
     (tmp_path / "next").symlink_to("v2")
     os.replace(tmp_path / "next", tmp_path / "current")  # the link in the middle, retargeted
     assert cache.compose(home).text == "## USER.md\n\nuser v2"
+
+
+def test_a_symlinked_directory_on_the_way_to_the_home(tmp_path: Path, cache: SoulCache) -> None:
+    # The home's path passes through a link: the way the kernel takes is watched, not the text.
+    (tmp_path / "real" / "home").mkdir(parents=True)
+    (tmp_path / "real" / "home" / "SOUL.md").write_text("one")
+    (tmp_path / "link").symlink_to("real")
+    home = tmp_path / "link" / "home"
+    assert cache.compose(home).text == "## SOUL.md\n\none"
+    (tmp_path / "real").rename(tmp_path / "real-before")  # the link's target replaced
+    (tmp_path / "real" / "home").mkdir(parents=True)
+    (tmp_path / "real" / "home" / "SOUL.md").write_text("two")
+    assert cache.compose(home).text == "## SOUL.md\n\ntwo"
+    (tmp_path / "real" / "home" / "SOUL.md").write_text("three")  # the new one is watched
+    assert cache.compose(home).text == "## SOUL.md\n\nthree"
+    (tmp_path / "next").symlink_to("real-before")
+    os.replace(tmp_path / "next", tmp_path / "link")  # the link retargeted
+    assert cache.compose(home).text == "## SOUL.md\n\none"
+    assert cache.stats.notified == 1
+
+
+def test_a_home_that_is_a_symlink(tmp_path: Path, cache: SoulCache) -> None:
+    for version in ("v1", "v2"):
+        (tmp_path / version).mkdir()
+        (tmp_path / version / "SOUL.md").write_text(f"soul {version}")
+    home = tmp_path / "aster"
+    home.symlink_to("v1")
+    assert cache.compose(home).text == "## SOUL.md\n\nsoul v1"
+    (tmp_path / "v1" / "SOUL.md").write_text("soul v1, edited")
+    assert cache.compose(home).text == "## SOUL.md\n\nsoul v1, edited"
+    (tmp_path / "next").symlink_to("v2")
+    os.replace(tmp_path / "next", home)
+    assert cache.compose(home).text == "## SOUL.md\n\nsoul v2"
+    (tmp_path / "v1" / "SOUL.md").write_text("no longer this home's")
+    (tmp_path / "v2" / "SOUL.md").write_text("soul v2, edited")
+    assert cache.compose(home).text == "## SOUL.md\n\nsoul v2, edited"
+    assert cache.stats.notified == 1
+
+
+def test_a_link_whose_target_climbs_after_a_name(tmp_path: Path, home: Path, cache: SoulCache) -> None:
+    # "sub/../shared/TOOLS.md": the kernel takes ".." from where "sub" really leads.
+    (tmp_path / "elsewhere" / "deep").mkdir(parents=True)
+    (tmp_path / "elsewhere" / "shared").mkdir()
+    (tmp_path / "elsewhere" / "shared" / "TOOLS.md").write_text("tools elsewhere")
+    (home / "sub").symlink_to(tmp_path / "elsewhere" / "deep")
+    (home / "TOOLS.md").symlink_to("sub/../shared/TOOLS.md")
+    assert cache.compose(home).text == "## TOOLS.md\n\ntools elsewhere"
+    assert cache.stats.notified == 1
+    (tmp_path / "elsewhere" / "shared" / "TOOLS.md").write_text("edited")
+    assert cache.compose(home).text == "## TOOLS.md\n\nedited"
 
 
 def test_home_renamed_away_and_another_renamed_in(
@@ -239,13 +347,17 @@ def test_queue_overflow_drops_every_entry(tmp_path: Path, monkeypatch: pytest.Mo
     for home in (quiet, busy):
         home.mkdir()
         (home / "SOUL.md").write_text(home.name)
+    (busy / "AGENTS.md").write_text("agents")
     kept = cache.compose(quiet)
     cache.compose(busy)
     limit = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
-    for _ in range(min(limit, 20000) + 10):  # each touch queues an event on the file and one on its directory
+    # Each touch queues an event on the home's watch; two names in turn, as
+    # the kernel folds an event into the one before it when they are alike.
+    for _ in range(min(limit, 20000) // 2 + 10):
         os.utime(busy / "SOUL.md")
+        os.utime(busy / "AGENTS.md")
     (busy / "SOUL.md").write_text("busy, at last")
-    assert cache.compose(busy).text == "## SOUL.md\n\nbusy, at last"
+    assert cache.compose(busy).text == "## AGENTS.md\n\nagents\n\n## SOUL.md\n\nbusy, at last"
     # The overflow made every entry stale: the quiet home was read again (and,
     # being equal, came back as the same object).
     assert cache.compose(quiet) is kept
@@ -273,6 +385,42 @@ def test_watch_exhaustion_moves_the_home_to_stat(
         str(caught.value)
         == f"cannot notify for {str(home)!r}: no inotify watch left (see fs.inotify.max_user_watches)"
     )
+
+
+@pytest.mark.parametrize("when", ["after the home's watch", "after the way's watches"])
+def test_a_home_replaced_while_it_is_watched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, when: str
+) -> None:
+    # Between the kernel's watch calls and the read: the events come before
+    # the cache files the watches, and must still keep the read from being
+    # cached on the replaced home's watch.
+    home = tmp_path / "aster"
+    for name in ("aster", "other"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "SOUL.md").write_text(f"{name}'s soul")
+    assert _native.notifier is not None
+    add_watch = _native.notifier.add_watch
+    replaced = False
+
+    def racing(fd: int, path: bytes, mask: int) -> int:
+        nonlocal replaced
+        wd = add_watch(fd, path, mask)
+        at = path == bytes(home) if when == "after the home's watch" else path == bytes(tmp_path)
+        if at and not replaced:
+            replaced = True
+            home.rename(tmp_path / "away")
+            (tmp_path / "other").rename(home)
+        return wd
+
+    monkeypatch.setattr(_native.notifier, "add_watch", racing)
+    with SoulCache(validate="notify") as cache:
+        assert cache.compose(home).text == "## SOUL.md\n\nother's soul"  # read after the replacement
+        assert replaced
+        (home / "SOUL.md").write_text("other's soul, edited")
+        assert cache.compose(home).text == "## SOUL.md\n\nother's soul, edited"
+        (home / "SOUL.md").write_text("edited again")  # watched now, and cached
+        assert cache.compose(home).text == "## SOUL.md\n\nedited again"
+        assert cache.stats.notified == 1
 
 
 def test_no_queue_to_be_had_says_why(home: Path, write: Writer, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -346,6 +494,7 @@ def make_and_drop(home: Path, count: int) -> None:
 @pytest.mark.reader_independent  # the watcher's descriptors, whichever reader composes
 def test_descriptors_are_released(home: Path, write: Writer) -> None:
     write("SOUL.md", "soul")
+    gc.collect()  # what earlier tests left to the collector is not this test's
     before = open_fds()
     # A few: each close costs the kernel 5-30 ms here, to let go of the
     # watches. More than the 128 queues a user may have: the slow test below.

@@ -91,6 +91,7 @@ def test_readers_agree_on_one_file(data: bytes, cap: int) -> None:
         len(data) > cap,
         True,
         len(data),
+        False,
     )
     assert text == "## SOUL.md\n\n" + body_text(data, cap)
 

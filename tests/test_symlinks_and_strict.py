@@ -84,6 +84,30 @@ def test_within_keeps_only_what_resolves_beneath(layout: Path) -> None:
     assert soul.files[6] == FileReport("MEMORY.md", FileStatus.REFUSED, errno=errno.EXDEV, error=why)
 
 
+@pytest.mark.parametrize("policy", ["follow", "within", "within-portable", "refuse"])
+def test_the_reader_says_which_files_are_linked(
+    reader: ReaderName, layout: Path, tmp_path: Path, policy: str
+) -> None:
+    # "linked": reached through a symlink, or with other hard links: a change
+    # may come by another name (what a notified cache watches on its own).
+    os.link(layout / "AGENTS.md", tmp_path / "agents-elsewhere.md")
+    (layout / "IDENTITY.md").symlink_to("nowhere.md")  # dangling: missing, but linked
+    names = [
+        *("AGENTS.md", "SOUL.md", "IDENTITY.md", "USER.md"),
+        *("TOOLS.md", "MEMORY.md", "soul-v2.md", "none.md"),
+    ]
+    _, _, reads = compose_files(reader, layout, names, 100, policy)
+    links = {
+        "follow": [True, True, True, True, True, True, False, False],
+        "within": [True, True, True, True, True, True, False, False],
+        "within-portable": [True, True, True, True, True, True, False, False],
+        "refuse": [True, False, False, False, False, False, False, False],
+    }[policy]
+    assert [read.linked for read in reads] == links
+    assert reads[2].status == (FileStatus.REFUSED if policy == "refuse" else FileStatus.MISSING)
+    assert reads[7] == (FileStatus.MISSING, errno.ENOENT, 0, 0, False, True, None, False)
+
+
 def test_within_portable_fallback(reader: ReaderName, layout: Path) -> None:
     # The stand-in for kernels without openat2 admits one plain-name hop only.
     text, found, reads = compose_files(

@@ -65,6 +65,10 @@ class FileRead(NamedTuple):
     truncated: bool  # more than was read from its start (compose_homes: more than cap bytes)
     stable: bool  # False only when the file kept changing under three reads
     size_on_disk: int | None  # st_size when it was opened (None when it was not)
+    # Reached through a symlink, or with other hard links: a change to it may
+    # be made through another name than this one (what a notified cache
+    # must watch on its own).
+    linked: bool = False
 
 
 class Excerpt(NamedTuple):

@@ -1,9 +1,11 @@
 """``SoulCache``, and how ``compose_many`` and ``acompose`` compose through one.
 
-``_soulcache`` holds the cache itself (the LRU, its lock, statistics, forks);
-``_stat`` and ``_notified`` the two ways an entry is kept fresh, and
-``_watch`` what a notified cache watches. The two functions below are the
-cache's interface to the rest of the package: they alone reach into it.
+``_soulcache`` holds the cache itself (the LRU, its lock, statistics, forks)
+and ``_entries`` what it holds; ``_stat`` and ``_notified`` the two ways an
+entry is kept fresh: ``_ways`` makes the kernel watches of a notified cache,
+and ``_watch`` files them and turns events into homes. The two functions
+below are the cache's interface to the rest of the package: they alone
+reach into it.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from collections.abc import Callable, Collection, Sequence
 from typing import Final
 
 from .._native._twins import Notifier
-from ._watch import Unwatchable, Watcher, plain_path
+from ._watch import Unwatchable, Watched, Watcher, plain_path
 
 __all__ = ["Notifications", "Unwatchable"]
 
@@ -39,6 +39,7 @@ class Notifications:
         self.watcher: Watcher | None = None
         self.watch_lock = threading.Lock()
         self._reading: dict[bytes, int] = {}  # home -> its reads under way
+        self._watched: dict[bytes, Watched] = {}  # home -> what its read under way watched
         self._changed: set[bytes] = set()  # homes of _reading that changed since their reads began
 
     def start_read(
@@ -47,13 +48,12 @@ class Notifications:
         home: bytes,
         names: Sequence[bytes],
         lock: threading.Lock,
-        drain: Callable[[], None],
     ) -> None:
         """Watch ``home`` and count a read of it as under way; ``Unwatchable`` or OSError if it cannot be.
 
-        ``drain`` is the cache's: it applies the events queued so far, under
-        ``lock``, before the read is counted (an inode gone since it was
-        watched says so then).
+        Events queued meanwhile are drained after the read, and find the
+        watches filed (or ``record`` saw them, drained by another call): a
+        read during which the home changed is not cached.
         """
         with self.watch_lock:
             watcher = self._open(notifier)
@@ -64,12 +64,30 @@ class Notifications:
                     more_than=_SWEEP_AFTER
                 )  # in batches: a watch may be wanted again
             watcher.sweep(unused)
-            registrations = watcher.watch(home, names)
+            watched = watcher.watch(home, names)
             with lock:
-                drain()
                 self._reading[home] = self._reading.get(home, 0) + 1
-                if not watcher.record(home, registrations):
+                self._watched[home] = watched
+                if not watcher.record(watched):
                     self._changed.add(home)  # read now, but not cached: watched afresh next time
+
+    def watch_files(self, home: bytes, names: Sequence[bytes], lock: threading.Lock) -> None:
+        """Watch files of ``home`` on their own (its read found them linked); ``Unwatchable`` if not.
+
+        The home is read again after this: a change made through another name
+        before these watches were made is in that read.
+        """
+        with self.watch_lock:
+            watcher = self.watcher
+            watched = self._watched.get(home)
+            if watcher is None or watched is None:  # cleared meanwhile: nothing of it may be cached
+                with lock:
+                    self._changed.add(home)
+                return
+            more = watcher.watch_files(watched, names)
+            with lock:
+                if not watcher.record(more):
+                    self._changed.add(home)
 
     def _open(self, notifier: Notifier | None) -> Watcher:
         if self.watcher is None:
@@ -105,12 +123,12 @@ class Notifications:
                 self._changed.add(home)
         return homes
 
-    def done_reading(self, home: bytes, keep: bool, notified: bool) -> bool:
+    def done_reading(self, home: bytes, keep: bool, notified: Callable[[bytes], bool]) -> bool:
         """A read of ``home`` is over: did the home change meanwhile?
 
-        Unless ``keep`` (its soul is about to be cached) or ``notified`` (the
-        cache holds another soul of it, kept fresh here), a home with no read
-        under way stops being watched.
+        Unless ``keep`` (its soul is about to be cached) or ``notified(home)``
+        (the cache holds another soul of it, kept fresh here), a home with no
+        read under way stops being watched.
         """
         left = self._reading[home] - 1
         changed = home in self._changed
@@ -118,9 +136,11 @@ class Notifications:
             self._reading[home] = left
         else:
             del self._reading[home]
-            self._changed.discard(home)
+            self._watched.pop(home, None)
+            if changed:
+                self._changed.discard(home)
         if changed or not keep:
-            self.release(home, notified)
+            self.release(home, notified(home))
         return changed
 
     def release(self, home: bytes, notified: bool) -> None:
@@ -150,4 +170,5 @@ class Notifications:
             self.watcher.abandon()
             self.watcher = None
         self._reading.clear()  # the threads that were reading are not in this process
+        self._watched.clear()
         self._changed.clear()

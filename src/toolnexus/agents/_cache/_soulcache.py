@@ -27,15 +27,15 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Final, Literal, NamedTuple
+from typing import Final, Literal
 
 from .. import _native
-from .._compose import compose_homes, raise_if_unusable
+from .._compose import compose_parts, raise_if_unusable, soul_of
 from .._format import MAX_BOOTSTRAP_FILE_BYTES
 from .._options import Budget, Options, PathArg, check_int, check_options, home_path
 from .._report import Soul
-from .._vocabulary import SymlinkPolicy
+from .._vocabulary import Composed, FileStatus, SymlinkPolicy
+from ._entries import CacheStats, Call, Key, Notified, StatChecked
 from ._notified import Notifications, Unwatchable
 from ._stat import Signed
 
@@ -51,73 +51,6 @@ _FIXED_PATHS: Final = frozenset(
 
 class NotificationError(OSError):
     """``validate="notify"`` was asked of a home, or a system, where notification is not reliable."""
-
-
-class CacheStats(NamedTuple):
-    """Counters since the cache was made (or last cleared), and what it holds now."""
-
-    hits: int
-    misses: int
-    stale: int
-    size: int
-    maxsize: int
-    notified: int = 0  # homes held that notification keeps fresh
-    stat_checked: int = 0  # homes held that are validated by stat on each call
-
-
-# A budget's shape: its total, per_file and keep, and whether it counts characters.
-_Shape = tuple[int | None, int | None, str, bool] | None
-
-
-class _Key(NamedTuple):
-    """What a soul is cached under: its home and every option that shapes it; of a budget, its shape.
-
-    A budget's count is a function, compared by identity: one made afresh
-    per call (a tokenizer's lambda in a session handler) is a new budget
-    each time. Keyed by its shape, such budgets share their home's one entry
-    (each recomposes, and takes the entry's place) instead of filling the
-    cache with copies of one soul; the entry answers only the budget it was
-    composed with.
-    """
-
-    home: bytes
-    cap: int
-    symlinks: SymlinkPolicy
-    files: tuple[str, ...]
-    shape: _Shape
-
-    @classmethod
-    def of(cls, home: bytes, options: Options) -> _Key:
-        budget = options.budget
-        shape = None if budget is None else (budget.total, budget.per_file, budget.keep, budget.count is None)
-        return cls(home, options.cap, options.symlinks, options.files, shape)
-
-
-@dataclass(slots=True)
-class _Notified:
-    """A soul kept fresh by notification."""
-
-    soul: Soul
-    # No event for its home since it was read: a hit as it stands. An entry
-    # an event made stale is kept until recomposed, so that an equal soul
-    # comes back as this object.
-    fresh: bool = True
-
-
-@dataclass(slots=True)
-class _StatChecked:
-    """A soul kept fresh by ``stat``: what its names looked like before it was read."""
-
-    soul: Soul
-    signed: Signed
-
-
-class _Call(NamedTuple):
-    """A call's checked arguments, remembered for the next call with the same ones."""
-
-    home: bytes
-    options: Options
-    key: _Key
 
 
 # Every live cache, so that a forked child can make each one its own.
@@ -161,10 +94,10 @@ class SoulCache:
         # _lock guards every structure; the kernel's watch calls run under
         # _notifications.watch_lock (taken first when both are held).
         self._lock = threading.Lock()
-        self._entries: OrderedDict[_Key, _Notified | _StatChecked] = OrderedDict()
-        self._homes: dict[bytes, set[_Key]] = {}  # home -> its keys in _entries
+        self._entries: OrderedDict[Key, Notified | StatChecked] = OrderedDict()
+        self._homes: dict[bytes, set[Key]] = {}  # home -> its keys in _entries
         self._notifications = Notifications()
-        self._calls: dict[object, _Call] = {}  # see compose()
+        self._calls: dict[object, Call] = {}  # see compose()
         self._closed = False
         self._hits = self._misses = self._stale = 0
         _CACHES.add(self)
@@ -193,15 +126,15 @@ class SoulCache:
         try:
             if type(max_file_bytes) is int and type(strict) is bool:
                 known = self._calls.get(call)
-                if known is None and type(dir) in _FIXED_PATHS:
+                if known is None and type(dir) in _FIXED_PATHS and not _absolute(dir):
                     known = self._calls.get((call, os.getcwdb()))
         except TypeError:  # unhashable (files as a list): checked on every call
             known = None
         if known is None:
-            where = os.getcwdb()
+            where = b"" if _absolute(dir) else os.getcwdb()
             home = self._home(home_path(dir))
             options = check_options(max_file_bytes, symlinks, strict, files, budget)
-            known = _Call(home, options, _Key.of(home, options))
+            known = Call(home, options, Key.of(home, options))
             self._remember(dir, call, known, where)
         soul = self._find(known.key, known.options, True)
         if soul is None:
@@ -210,7 +143,7 @@ class SoulCache:
             raise_if_unusable(home_path(dir), soul.files)
         return soul
 
-    def _remember(self, dir: PathArg, call: tuple[object, ...], known: _Call, where: bytes) -> None:
+    def _remember(self, dir: PathArg, call: tuple[object, ...], known: Call, where: bytes) -> None:
         """Map a checked call to its key, if it can be: hashable, its path a fixed value.
 
         A relative path goes under the call and ``where``, the working
@@ -250,12 +183,12 @@ class SoulCache:
         with ``stat=False``, a home validated by stat is not looked at
         (None), for callers that must not block.
         """
-        return self._find(_Key.of(home, options), options, stat)
+        return self._find(Key.of(home, options), options, stat)
 
     def _compose_missing(self, homes: list[bytes], options: Options) -> list[Soul]:
         """Compose homes (from ``_home``) that ``_lookup`` did not find, and cache them."""
         # Not strict here: the cached soul serves strict and lenient calls.
-        lenient = options._replace(strict=False)
+        lenient = options._replace(strict=False) if options.strict else options
         notified: list[bytes] = []
         try:
             signed: list[Signed | None] = []  # per home, before its read; None: notified
@@ -266,21 +199,63 @@ class SoulCache:
                 else:
                     signed.append(Signed.before_read(home, options.names, options.symlinks))
             # Composed outside the lock: one slow disk must not stall other homes.
-            souls = compose_homes(homes, lenient)
+            composed = compose_parts(homes, lenient)
+            self._watch_linked(homes, lenient, composed, signed, notified)
         except BaseException:
             with self._lock:
                 for home in notified:
-                    self._notifications.done_reading(home, keep=False, notified=self._notified(home))
+                    self._notifications.done_reading(home, keep=False, notified=self._notified)
             raise
+        souls = [soul_of(home, each, lenient) for home, each in zip(homes, composed, strict=True)]
         with self._lock:
             self._drain()  # what changed while the homes were read
             for index, (home, soul) in enumerate(zip(homes, souls, strict=True)):
                 souls[index] = self._store(home, options, soul, signed[index])
         return souls
 
+    def _watch_linked(
+        self,
+        homes: list[bytes],
+        options: Options,
+        composed: list[Composed],
+        signed: list[Signed | None],
+        notified: list[bytes],
+    ) -> None:
+        """Watch on their own the files that notified reads found linked, and read those homes again.
+
+        A home's watch sees what is done through its own names; a symlink's
+        target, or a file with other hard links, can change by another name.
+        Such files are watched once a read has found them, and the home read
+        again, so that a change made before those watches is in the soul.
+        """
+        again: list[int] = []
+        watching: dict[int, set[bytes]] = {}
+        for index, home in enumerate(homes):
+            names = _linked(composed[index], options) if signed[index] is None else []
+            if not names:
+                continue
+            again.append(index)
+            try:
+                self._notifications.watch_files(home, names, self._lock)
+                watching[index] = set(names)
+            except (Unwatchable, OSError) as exc:
+                if self._validate == "notify":
+                    raise NotificationError(f"cannot notify for {os.fsdecode(home)!r}: {exc}") from exc
+                with self._lock:  # auto: stat validation for this home
+                    self._notifications.done_reading(home, keep=False, notified=self._notified)
+                notified.remove(home)
+                signed[index] = Signed.before_read(home, options.names, options.symlinks)
+        if not again:
+            return
+        for index, fresh in zip(again, compose_parts([homes[i] for i in again], options), strict=True):
+            composed[index] = fresh
+            if index in watching and not watching[index].issuperset(_linked(fresh, options)):
+                with self._lock:  # a file became a link between the reads: read again next time
+                    self._notifications.dropped(homes[index])
+
     # -- inside -------------------------------------------------------------------
 
-    def _find(self, key: _Key, options: Options, stat: bool) -> Soul | None:
+    def _find(self, key: Key, options: Options, stat: bool) -> Soul | None:
         """The hit path: drain the queue, then the soul of ``key`` if still valid."""
         with self._lock:
             if self._closed:
@@ -291,11 +266,11 @@ class SoulCache:
             entry = self._entries.get(key)
             if entry is not None and entry.soul.budget != options.budget:
                 return None  # composed with another count: this call's budget recomposes, in its place
-            if isinstance(entry, _Notified) and entry.fresh:  # no event since it was read
+            if isinstance(entry, Notified) and entry.fresh:  # no event since it was read
                 self._entries.move_to_end(key)
                 self._hits += 1
                 return entry.soul
-        if not isinstance(entry, _StatChecked) or not stat:
+        if not isinstance(entry, StatChecked) or not stat:
             return None
         if entry.signed.still_valid(options.symlinks):
             with self._lock:
@@ -310,7 +285,7 @@ class SoulCache:
         if self._validate == "stat":
             return False
         try:
-            self._notifications.start_read(_native.notifier, home, options.names, self._lock, self._drain)
+            self._notifications.start_read(_native.notifier, home, options.names, self._lock)
         except (Unwatchable, OSError) as exc:
             if self._validate == "notify":
                 raise NotificationError(f"cannot notify for {os.fsdecode(home)!r}: {exc}") from exc
@@ -326,17 +301,17 @@ class SoulCache:
         for home in homes:
             for key in self._homes.get(home, ()):
                 entry = self._entries[key]
-                if isinstance(entry, _Notified):
+                if isinstance(entry, Notified):
                     entry.fresh = False
             # Its watches stay: it is likely to be composed again, and watched the same way.
 
     def _notified(self, home: bytes) -> bool:
         """Does the cache hold a soul of ``home`` kept fresh by notification? Under the lock."""
-        return any(isinstance(self._entries[key], _Notified) for key in self._homes.get(home, ()))
+        return any(isinstance(self._entries[key], Notified) for key in self._homes.get(home, ()))
 
     def _store(self, home: bytes, options: Options, soul: Soul, signed: Signed | None) -> Soul:
         """Cache a fresh soul (the cached object if equal); under the lock."""
-        key = _Key.of(home, options)
+        key = Key.of(home, options)
         old = self._entries.get(key)
         if old is None:
             self._misses += 1
@@ -344,16 +319,21 @@ class SoulCache:
             self._stale += 1
             if old.soul == soul:
                 soul = old.soul
-        entry: _Notified | _StatChecked
+        entry: Notified | StatChecked
         if signed is None:
-            if self._notifications.done_reading(home, keep=True, notified=self._notified(home)):
+            if self._notifications.done_reading(home, keep=True, notified=self._notified):
                 return soul  # changed while it was read: not cached, the next call reads again
-            entry = _Notified(soul)
+            entry = Notified(soul)
         else:
-            entry = _StatChecked(soul, signed)
+            entry = StatChecked(soul, signed)
         self._entries[key] = entry
-        self._entries.move_to_end(key)
-        self._homes.setdefault(home, set()).add(key)
+        if old is not None:
+            self._entries.move_to_end(key)
+        keys = self._homes.get(home)
+        if keys is None:
+            self._homes[home] = {key}
+        else:
+            keys.add(key)
         while len(self._entries) > self._maxsize:
             evicted, _ = self._entries.popitem(last=False)
             keys = self._homes[evicted.home]
@@ -413,7 +393,7 @@ class SoulCache:
     def stats(self) -> CacheStats:
         """Hits, misses (never seen), stale (changed, or racy), size, maxsize, homes by validation."""
         with self._lock:
-            notified = len({key.home for key, entry in self._entries.items() if isinstance(entry, _Notified)})
+            notified = len({key.home for key, entry in self._entries.items() if isinstance(entry, Notified)})
             counts = (self._hits, self._misses, self._stale, len(self._entries), self._maxsize)
             return CacheStats(*counts, notified, len(self._homes) - notified)
 
@@ -440,3 +420,22 @@ class SoulCache:
             f"hits={stats.hits}, misses={stats.misses}, stale={stats.stale}, notified={stats.notified}, "
             f"stat_checked={stats.stat_checked})"
         )
+
+
+def _linked(composed: Composed, options: Options) -> list[bytes]:
+    """The names whose reads say they are linked (and not refused: then their target does not matter)."""
+    for read in composed.reads:
+        if read.linked:
+            break
+    else:
+        return []  # the usual case
+    return [
+        name
+        for name, read in zip(options.names, composed.reads, strict=True)
+        if read.linked and read.status is not FileStatus.REFUSED
+    ]
+
+
+def _absolute(dir: object) -> bool:
+    """Is ``dir`` an absolute ``str`` or ``bytes`` path (a key the working directory cannot change)?"""
+    return (type(dir) is str and dir[:1] == "/") or (type(dir) is bytes and dir[:1] == b"/")

@@ -1,126 +1,61 @@
-"""What a notified ``SoulCache`` watches, and what each inotify event means.
+"""What a notified ``SoulCache``'s watches stand for, and which homes each inotify event invalidates.
 
-A ``Watcher`` owns one inotify queue. For each home it watches:
-
-- every directory on the home's path, for the entry that leads to the home
-  (so the home, or any directory above it, moved, deleted, replaced, or
-  appearing where there was none, is seen);
-- the home directory, for the bootstrap names (created, deleted, moved in
-  or out, written, closed after writing, attributes) and for itself;
-- each bootstrap file that is there, following symlinks: its content and
-  attributes wherever it lives (a hard link edited elsewhere included);
-- for a bootstrap name that is a symlink, every directory on the path to
-  each link of the chain and to the final target, for the entry on that
-  path (so a target replaced by rename, or a link retargeted, is seen).
-
-``watch`` makes the kernel watches and returns what they stand for;
-``record`` files that under the cache's lock; ``changed`` turns drained
-events into the homes they invalidate. A home that cannot be watched
-reliably (a network or user-space filesystem, a path the kernel resolves
-differently from its text, no permission to watch) raises ``Unwatchable``,
-and the cache validates it by ``stat`` instead.
+A ``Watcher`` owns one inotify queue. ``_ways.Ways`` makes the kernel
+watches a home needs (under the cache's watch lock) and returns them as a
+``Watched``; ``record`` files it under the cache's lock, unless an event
+since the watching began touched it (the read is then not cached);
+``changed`` turns drained events into the homes they invalidate. The ways
+shared by the homes of one directory are filed once, as a ``_Dir``: an
+event on one invalidates every home filed under it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import functools
 import os
 import weakref
 from collections.abc import Callable, Iterable, Sequence
-from typing import Final, NamedTuple
+from typing import Final
 
 from .._native._twins import Notifier
+from ._ways import (
+    IN_DELETE_SELF,
+    IN_IGNORED,
+    IN_MOVE_SELF,
+    IN_Q_OVERFLOW,
+    Registration,
+    Unwatchable,
+    Watched,
+    Ways,
+    plain_path,
+)
 
-__all__ = ["UNRELIABLE_FILESYSTEMS", "Unwatchable", "Watcher"]
+__all__ = ["Unwatchable", "Watched", "Watcher", "plain_path"]
 
-# inotify(7)
-IN_MODIFY: Final = 0x2
-IN_ATTRIB: Final = 0x4
-IN_CLOSE_WRITE: Final = 0x8
-IN_MOVED_FROM: Final = 0x40
-IN_MOVED_TO: Final = 0x80
-IN_CREATE: Final = 0x100
-IN_DELETE: Final = 0x200
-IN_DELETE_SELF: Final = 0x400
-IN_MOVE_SELF: Final = 0x800
-IN_Q_OVERFLOW: Final = 0x4000
-IN_IGNORED: Final = 0x8000
-IN_ONLYDIR: Final = 0x1000000
-IN_MASK_ADD: Final = 0x20000000
-
-_ENTRIES = IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB
-_CONTENT = IN_MODIFY | IN_CLOSE_WRITE | IN_ATTRIB
-_ITSELF = IN_DELETE_SELF | IN_MOVE_SELF | IN_ATTRIB
-# IN_MASK_ADD: one directory can be a home and on another home's path; the
-# kernel keeps one watch per inode, and its mask must serve both.
-PATH_MASK: Final = _ENTRIES | IN_ONLYDIR | IN_MASK_ADD
-HOME_MASK: Final = _ENTRIES | _CONTENT | _ITSELF | IN_ONLYDIR | IN_MASK_ADD
-FILE_MASK: Final = _CONTENT | _ITSELF | IN_MASK_ADD
-
-# statfs f_type of filesystems whose changes inotify does not see (made on
-# another machine, by a user-space server, or not made by writes at all).
-UNRELIABLE_FILESYSTEMS: Final = {
-    0x6969: "NFS",
-    0x517B: "SMB",
-    0xFF534D42: "CIFS",
-    0xFE534D42: "SMB2",
-    0x65735546: "FUSE",
-    0x01021997: "9p",
-    0x00C36400: "Ceph",
-    0x5346414F: "AFS",
-    0x6B414653: "AFS",
-    0x73757245: "Coda",
-    0x564C: "NCP",
-    0x01161970: "GFS2",
-    0x7461636F: "OCFS2",
-    0x0BD00BD0: "Lustre",
-    0x47504653: "GPFS",
-    0x13661366: "OrangeFS",
-    0x786F4256: "vboxsf",
-    0x9FA0: "procfs",
-    0x62656572: "sysfs",
-    0x64626720: "debugfs",
-    0x74726163: "tracefs",
-    0x0027E0EB: "cgroup",
-    0x63677270: "cgroup2",
-}
-_MAX_LINKS = 40  # as the kernel's own limit on a path's symlinks
-
-# What a name does not exist as, or cannot be one of (inside a file, a loop).
-_NOT_THERE = frozenset({errno.ENOENT, errno.ENOTDIR, errno.ELOOP})
-
-Registration = tuple[int, bytes]  # (watch descriptor, entry name; b"" for the watched inode itself)
+# Directories that lead to homes no longer cached are kept watched (a home
+# there is likely to come back) until there are this many.
+_EMPTY_DIRS: Final = 64
 
 
-class _Known(NamedTuple):
-    """A watch made through a path, and the inode the path led to then."""
+class _Dir:
+    """A directory that holds homes: the way to it, and the homes filed under it."""
 
-    dev: int
-    ino: int
-    wd: int
-    mask: int
+    __slots__ = ("homes", "path", "way")
 
-
-class Unwatchable(Exception):
-    """A home that notification cannot keep fresh; the message says why."""
-
-
-def _parts(path: bytes) -> list[bytes]:
-    return [part for part in path.split(b"/") if part]
-
-
-def plain_path(path: bytes) -> bool:
-    """Is ``path`` absolute, with no ``.`` or ``..``: a text the kernel resolves step by step as read?"""
-    return path[:1] == b"/" and not {b".", b".."}.intersection(_parts(path))
+    def __init__(self, path: bytes, way: tuple[Registration, ...]) -> None:
+        self.path = path
+        self.way = way
+        self.homes: set[bytes] = set()
 
 
 class Watcher:
     """One inotify queue, and which homes each of its watches stands for.
 
     Not locked itself: ``SoulCache`` calls ``watch`` and ``sweep`` (the
-    kernel calls) under its watch lock, and the rest under its cache lock.
+    kernel calls) under its watch lock, and the rest under its cache lock;
+    ``record`` under both. What ``changed`` learns that the watch side must
+    act on, it leaves in ``_stale`` for the next ``watch``.
     """
 
     def __init__(self, notifier: Notifier) -> None:
@@ -131,181 +66,175 @@ class Watcher:
         self.drain: Callable[[], list[tuple[int, int, bytes]] | None] = functools.partial(
             notifier.drain, self.fd
         )
-        # wd -> entry name (b"": the inode itself) -> homes it stands for
-        self._keys: dict[int, dict[bytes, set[bytes]]] = {}
-        self._homes: dict[bytes, set[Registration]] = {}
-        self._unused: set[int] = set()  # wds that stand for nothing now: removed at a sweep
+        self._ways = Ways(notifier, self.fd)
+        self._stale = False  # set by changed(): clear what _ways keeps, at the next watch
+        self._watching_now = False
+        self._seen: set[Registration] = set()  # events while a watch is under way
+        self._overflowed = False
+        # Cache side: what each watch stands for.
+        self._keys: dict[int, dict[bytes, set[bytes | _Dir]]] = {}  # wd -> entry -> homes, directories
+        self._folders: dict[int, dict[bytes, frozenset[bytes]]] = {}  # wd -> home -> names it watches for
+        self._dirs: dict[bytes, _Dir] = {}
+        self._empty: set[_Dir] = set()  # directories whose homes have all left
+        self._homes: dict[bytes, list[tuple[Watched, _Dir]]] = {}
+        self._unused: set[int] = set()  # wds that may stand for nothing now: removed at a sweep
         self._dead: set[int] = set()  # wds the kernel dropped (IN_IGNORED)
-        # path -> (st_dev, st_ino, wd, mask) of a watch made through it. Adding a
-        # watch again costs little for a file, but for a directory the kernel
-        # walks every entry in it (milliseconds for a parent of many homes), so
-        # a path still leading to the same inode is not watched again.
-        self._known: dict[bytes, _Known] = {}
-        self._known_by_wd: dict[int, set[bytes]] = {}  # the paths of _known, per wd
 
     # -- kernel calls: under the cache's watch lock --------------------------
 
-    def watch(self, home: bytes, names: Sequence[bytes]) -> list[Registration]:
-        """Make every watch ``home`` needs; raise ``Unwatchable`` or OSError (ENOSPC) if it cannot be.
+    def watch(self, home: bytes, names: Sequence[bytes]) -> Watched:
+        """Watch ``home`` (``Ways.watch``); raise ``Unwatchable`` or OSError if it cannot be.
 
         ``home`` is a ``plain_path``. Watches made before a failure are left
         to the next ``sweep``.
         """
-        added: list[Registration] = []
+        return self._watching(lambda: self._ways.watch(home, names))
+
+    def watch_files(self, watched: Watched, names: Sequence[bytes]) -> Watched:
+        """Watch files ``names`` on their own (``Ways.watch_files``), as a read said they are linked."""
+        return self._watching(lambda: self._ways.watch_files(watched, names))
+
+    def _watching(self, make: Callable[[], Watched]) -> Watched:
+        # Watching first: an event drained from now on is seen by record();
+        # one drained before has set _stale by now.
+        self._watching_now, self._overflowed = True, False
+        self._seen.clear()
+        if self._stale:
+            self._stale = False
+            self._ways.clear()
         try:
-            self._check_filesystem(home)
-            self._watch_path(home, added)
-            try:
-                wd = self._add(home, HOME_MASK)
-            except OSError as exc:
-                if exc.errno not in _NOT_THERE:
-                    raise
-                return added  # no home (yet): the directory above watches for it
-            added.append((wd, b""))
-            added.extend((wd, name) for name in names)
-            for name in names:
-                self._watch_file(home + b"/" + name, added)
+            return make()
         except BaseException:
-            self._unused.update(wd for wd, _ in added)
+            self._watching_now = False
+            self._unused |= self._ways.made  # swept unless something stands on them
             raise
-        return added
 
     def sweep(self, unused: Iterable[int]) -> None:
         """Remove the kernel watches of ``unused`` (wds that the cache found standing for nothing)."""
-        gone = set(unused)
-        for wd in gone:
-            self._notifier.remove_watch(self.fd, wd)
-        dead = set(self._dead)  # a copy: the cache's lock, not this one, guards additions
-        self._dead -= dead
-        gone |= dead
-        for wd in gone:
-            for path in self._known_by_wd.pop(wd, ()):
-                known = self._known.get(path)
-                if known is None or known.wd == wd:
-                    self._known.pop(path, None)
-
-    def _add(self, path: bytes, mask: int) -> int:
-        """Watch ``path`` (a directory: ``mask`` has IN_ONLYDIR), unless it still leads where it did."""
-        before = self._inode(path)
-        known = self._known.get(path)
-        same = known if known is not None and (known.dev, known.ino) == before else None
-        if same is not None and same.mask & mask == mask and same.wd not in self._dead:
-            return same.wd
-        wd = self._add_watch(path, mask)
-        # Remembered only if the path led to one inode throughout.
-        if self._inode(path) == before:
-            self._known[path] = _Known(*before, wd, mask | (same.mask if same is not None else 0))
-            self._known_by_wd.setdefault(wd, set()).add(path)
-        else:
-            self._known.pop(path, None)
-        return wd
-
-    @staticmethod
-    def _inode(path: bytes) -> tuple[int, int]:
-        try:
-            st = os.stat(path)
-        except OSError as exc:
-            if exc.errno == errno.EACCES:
-                raise Unwatchable(f"no permission to watch {os.fsdecode(path)!r}") from None
-            raise
-        return st.st_dev, st.st_ino
-
-    def _add_watch(self, path: bytes, mask: int) -> int:
-        try:
-            return int(self._notifier.add_watch(self.fd, path, mask))
-        except OSError as exc:
-            if exc.errno == errno.ENOSPC:
-                raise Unwatchable("no inotify watch left (see fs.inotify.max_user_watches)") from None
-            if exc.errno == errno.EACCES:
-                raise Unwatchable(f"no permission to watch {os.fsdecode(path)!r}") from None
-            raise
-
-    def _check_filesystem(self, path: bytes) -> None:
-        """Unwatchable if the filesystem holding ``path`` (or its nearest existing parent) is unreliable."""
-        while True:
-            try:
-                kind = int(self._notifier.filesystem_type(path)) & 0xFFFFFFFF
-                break
-            except OSError as exc:
-                if exc.errno not in _NOT_THERE or path == b"/":
-                    raise Unwatchable(f"cannot tell the filesystem of {os.fsdecode(path)!r}: {exc}") from None
-                path = os.path.dirname(path)
-        if kind in UNRELIABLE_FILESYSTEMS:
-            name = UNRELIABLE_FILESYSTEMS[kind]
-            raise Unwatchable(f"{os.fsdecode(path)!r} is on {name}, whose changes inotify does not see")
-
-    def _watch_path(self, path: bytes, added: list[Registration]) -> None:
-        """Watch each directory above ``path`` for the entry leading to it, as far as they exist."""
-        above = b"/"
-        for part in _parts(path):
-            try:
-                wd = self._add(above, PATH_MASK)
-            except OSError as exc:
-                if exc.errno in _NOT_THERE:
-                    return  # the directory above watches for this one to appear
-                raise
-            added.append((wd, part))
-            above = above + part if above == b"/" else above + b"/" + part
-
-    def _watch_file(self, path: bytes, added: list[Registration]) -> None:
-        """Watch the file at ``path`` (the end of any links) and, for links, the way to each target."""
-        try:
-            # A file: watching it again costs the kernel little, so always asked.
-            added.append((self._add_watch(path, FILE_MASK), b""))
-        except OSError as exc:
-            if exc.errno not in _NOT_THERE:
-                raise
-        for _ in range(_MAX_LINKS):
-            try:
-                target = os.readlink(path)
-            except OSError:
-                return  # not a link (EINVAL), or gone: what the home's watches see
-            # From the link's real directory, a target's leading ".." are exact;
-            # a ".." after a name could undo a symlink the text cannot see.
-            parts = _parts(target)
-            while parts[:1] == [b".."]:
-                parts.pop(0)
-            if b".." in parts:
-                raise Unwatchable(f"symlink target {os.fsdecode(target)!r} is not a plain path")
-            path = os.path.normpath(os.path.join(os.path.realpath(os.path.dirname(path)), target))
-            self._check_filesystem(path)
-            self._watch_path(path, added)
-        raise Unwatchable(f"more than {_MAX_LINKS} symlinks from {os.fsdecode(path)!r}")
+        if self._ways.remove(unused):  # a kept way passed through one of them
+            self._stale = True
 
     # -- bookkeeping: under the cache's lock ------------------------------------
 
-    def record(self, home: bytes, registrations: Iterable[Registration]) -> bool:
-        """File what ``watch`` made for ``home``; False if a watch it counted on is gone."""
-        mine = self._homes.setdefault(home, set())
-        alive = True
-        for wd, name in registrations:
-            if wd in self._dead:  # its inode went away while it was being watched
-                alive = False
-                continue
-            self._keys.setdefault(wd, {}).setdefault(name, set()).add(home)
-            mine.add((wd, name))
-            self._unused.discard(wd)
+    def record(self, watched: Watched) -> bool:
+        """File what ``watch`` made; False if an event since it began touched it (do not cache the read)."""
+        self._watching_now = False
+        alive = not (
+            watched.raced
+            or self._overflowed
+            or (self._dead and not self._wds(watched).isdisjoint(self._dead))
+        )
+        if alive and self._seen:
+            alive = not self._touched(watched, self._seen)
+        self._seen.clear()
+        if alive:
+            self._file(watched)
+        # Watches asked for that nothing stands on (a failed read's, a way's end) go at a sweep.
+        made = self._ways.made
+        if made:
+            self._unused.update(wd for wd in made if wd not in self._keys and wd not in self._folders)
         return alive
+
+    @staticmethod
+    def _wds(watched: Watched) -> set[int]:
+        wds = {wd for wd, _ in (*watched.way, *watched.entries)}
+        if watched.folder is not None:
+            wds.add(watched.folder[0])
+        return wds
+
+    @staticmethod
+    def _touched(watched: Watched, seen: set[Registration]) -> bool:
+        """Did one of the events ``seen`` while ``watched`` was made concern it?"""
+        if not seen.isdisjoint(watched.way) or not seen.isdisjoint(watched.entries):
+            return True
+        if watched.folder is None:
+            return False
+        wd, names = watched.folder
+        return any(each == wd and (not name or name in names) for each, name in seen)
+
+    def _file(self, watched: Watched) -> None:
+        home = watched.home
+        directory = self._dirs.get(watched.parent)
+        if directory is None or (directory.way is not watched.way and directory.way != watched.way):
+            if directory is not None and not directory.homes:
+                self._drop_dir(directory)
+            directory = self._dirs[watched.parent] = _Dir(watched.parent, watched.way)
+            for wd, name in watched.way:
+                self._keys.setdefault(wd, {}).setdefault(name, set()).add(directory)
+        if not directory.homes:
+            self._empty.discard(directory)
+        directory.homes.add(home)
+        mine = self._homes.get(home)
+        if mine is None:
+            self._homes[home] = [(watched, directory)]
+        else:
+            for index, (each, _) in enumerate(mine):
+                if each == watched:  # watched as before: filed already
+                    mine[index] = (watched, directory)
+                    return
+            mine.append((watched, directory))
+        for wd, name in watched.entries:
+            self._keys.setdefault(wd, {}).setdefault(name, set()).add(home)
+        if watched.folder is not None:
+            wd, names = watched.folder
+            folders = self._folders.get(wd)
+            if folders is None:
+                self._folders[wd] = {home: names}
+            else:
+                had = folders.get(home)
+                folders[home] = names if had is None or had is names else had | names
 
     def forget(self, home: bytes) -> None:
         """Stop standing for ``home``; watches left standing for nothing go at the next sweep."""
-        for wd, name in self._homes.pop(home, ()):
-            names = self._keys.get(wd)
-            if names is None:
-                continue
-            homes = names.get(name)
-            if homes is not None:
-                homes.discard(home)
-                if not homes:
-                    del names[name]
-            if not names:
-                del self._keys[wd]
-                self._unused.add(wd)
+        for watched, directory in self._homes.pop(home, ()):
+            for wd, name in watched.entries:
+                self._unfile(wd, name, home)
+            if watched.folder is not None:
+                wd = watched.folder[0]
+                folders = self._folders.get(wd)
+                if folders is not None:
+                    folders.pop(home, None)
+                    if not folders:
+                        del self._folders[wd]
+                        self._unused.add(wd)
+            directory.homes.discard(home)
+            if not directory.homes:
+                if self._dirs.get(directory.path) is directory:
+                    self._empty.add(directory)  # kept a while: a home there is likely to come back
+                else:
+                    self._drop_dir(directory)  # a way no longer current
+        if len(self._empty) > _EMPTY_DIRS:
+            for directory in list(self._empty):
+                self._drop_dir(directory)
+            self._stale = True  # their ways are no longer filed: resolve afresh
+
+    def _unfile(self, wd: int, name: bytes, key: bytes | _Dir) -> None:
+        names = self._keys.get(wd)
+        if names is None:
+            return
+        keys = names.get(name)
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del names[name]
+        if not names:
+            del self._keys[wd]
+            self._unused.add(wd)
+
+    def _drop_dir(self, directory: _Dir) -> None:
+        if self._dirs.get(directory.path) is directory:
+            del self._dirs[directory.path]
+        self._empty.discard(directory)
+        for wd, name in directory.way:
+            self._unfile(wd, name, directory)
 
     def take_unused(self, more_than: int = 0) -> list[int]:
         """The wds to sweep, if more than ``more_than``: standing for nothing since ``forget``."""
-        unused = [wd for wd in self._unused if wd not in self._keys]
+        if len(self._unused) <= more_than:
+            return []
+        unused = [wd for wd in self._unused if wd not in self._keys and wd not in self._folders]
         if len(unused) <= more_than:
+            self._unused = set(unused)  # those filed again since are not looked at again
             return []
         self._unused.clear()
         return unused
@@ -314,21 +243,38 @@ class Watcher:
         """The homes ``events`` invalidate; None for all of them (the queue overflowed)."""
         homes: set[bytes] = set()
         for wd, mask, name in events:
+            if self._watching_now:
+                self._seen.add((wd, name))
             if mask & IN_Q_OVERFLOW:
+                self._overflowed = self._stale = True
+                for directory in list(self._dirs.values()):
+                    self._drop_dir(directory)
                 return None
+            if mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF):  # a kept way may lead elsewhere now
+                self._stale = True
             if mask & IN_IGNORED:  # the kernel dropped the watch: its inode is gone
-                self._dead.add(wd)  # perhaps one that watch() made and record() is still to file
-            names = self._keys.get(wd)
-            if names is None:
+                self._dead.add(wd)
+                for keys in self._keys.pop(wd, {}).values():
+                    homes |= self._homes_of(keys)
+                homes |= self._folders.pop(wd, {}).keys()
                 continue
-            if mask & IN_IGNORED:
-                del self._keys[wd]
-                for each in names.values():
-                    homes |= each
-                continue
-            standing = names.get(name)
+            standing = self._keys.get(wd, {}).get(name)
             if standing:
-                homes |= standing
+                homes |= self._homes_of(standing)
+            folders = self._folders.get(wd)
+            if folders:
+                homes.update(home for home, names in folders.items() if not name or name in names)
+        return homes
+
+    def _homes_of(self, keys: Iterable[bytes | _Dir]) -> set[bytes]:
+        homes: set[bytes] = set()
+        for key in list(keys):
+            if isinstance(key, _Dir):  # a way changed: it may lead elsewhere now
+                homes |= key.homes
+                self._drop_dir(key)
+                self._stale = True  # resolved afresh at the next watch
+            else:
+                homes.add(key)
         return homes
 
     @property
@@ -342,12 +288,11 @@ class Watcher:
         self._forget_everything()
 
     def _forget_everything(self) -> None:
-        self._keys.clear()
-        self._homes.clear()
-        self._unused.clear()
-        self._dead.clear()
-        self._known.clear()
-        self._known_by_wd.clear()
+        for table in (self._keys, self._folders, self._dirs, self._homes):
+            table.clear()
+        self._ways.clear()
+        for each in (self._unused, self._dead, self._seen, self._empty):
+            each.clear()
 
     def abandon(self) -> None:
         """In a forked child: close this process's copy of the descriptor, and never close it again."""

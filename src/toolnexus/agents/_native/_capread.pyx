@@ -44,7 +44,7 @@ cdef extern from "include/capread_os.h" nogil:
     int TNX_FILE_FLAGS
     int O_NOFOLLOW
     long long RECENT_NS
-    int tnx_openat2_beneath(int dirfd, const char *name)
+    int tnx_openat2_beneath(int dirfd, const char *name, int extra)
     ssize_t readlinkat(int dirfd, const char *name, char *buf, size_t size)
     int sched_yield()
     void tnx_set_errno(int err)
@@ -120,6 +120,7 @@ cdef struct Outcome:
     size_t length  # the file's length as read
     bint stable
     bint truncated  # more than the first want bytes
+    bint linked  # reached through a symlink, or with other hard links
     # Set for a present file, by _place_body(), without the GIL:
     size_t body  # where the body starts in the arena (after cut, BOM and trim)
     size_t body_len
@@ -150,7 +151,7 @@ cdef int _reserve(Buffer *buf, size_t need) noexcept nogil:
     return 0
 
 
-cdef int _open_within_portable(int dirfd, const char *name) noexcept nogil:
+cdef int _open_within_portable(int dirfd, const char *name, bint *linked) noexcept nogil:
     """At most one symlink, whose target is a plain name in the same directory."""
     cdef char target[LINK_MAX]
     cdef ssize_t n
@@ -162,6 +163,7 @@ cdef int _open_within_portable(int dirfd, const char *name) noexcept nogil:
             break
     if fd >= 0 or (errno != ELOOP and errno != EMLINK):
         return fd
+    linked[0] = True
     n = readlinkat(dirfd, name, target, LINK_MAX - 1)
     if n < 0:
         return -1
@@ -181,26 +183,36 @@ cdef int _open_within_portable(int dirfd, const char *name) noexcept nogil:
             return fd
 
 
-cdef int _open_entry(int dirfd, const char *name, int policy) noexcept nogil:
+cdef int _open_flags(int dirfd, const char *name, int policy, int extra) noexcept nogil:
+    """One open of ``name`` with ``extra`` flags (beneath the home for ``within``), again after EINTR."""
     cdef int fd
-    if policy == WITHIN:
-        while True:
-            fd = tnx_openat2_beneath(dirfd, name)
-            if fd >= 0 or errno != EINTR:
-                break
-        # ENOSYS: old kernel; EPERM: a seccomp filter that denies it.
-        if fd >= 0 or (errno != ENOSYS and errno != EPERM):
-            return fd
-        return _open_within_portable(dirfd, name)
-    if policy == WITHIN_PORTABLE:
-        return _open_within_portable(dirfd, name)
     while True:
-        if policy == REFUSE:
-            fd = openat(dirfd, name, TNX_FILE_FLAGS | O_NOFOLLOW)
+        if policy == WITHIN:
+            fd = tnx_openat2_beneath(dirfd, name, extra)
         else:
-            fd = openat(dirfd, name, TNX_FILE_FLAGS)
+            fd = openat(dirfd, name, TNX_FILE_FLAGS | extra)
         if fd >= 0 or errno != EINTR:
             return fd
+
+
+cdef int _open_entry(int dirfd, const char *name, int policy, bint *linked) noexcept nogil:
+    """Open ``name`` as the policy says; ``linked`` is set when it was reached through a symlink.
+
+    A name is first opened with O_NOFOLLOW: a file needs no other open, and
+    for a symlink ELOOP (EMLINK on FreeBSD) says what it is.
+    """
+    cdef int fd
+    linked[0] = False
+    if policy == WITHIN_PORTABLE:
+        return _open_within_portable(dirfd, name, linked)
+    fd = _open_flags(dirfd, name, policy, O_NOFOLLOW)
+    if fd < 0 and policy != REFUSE and (errno == ELOOP or errno == EMLINK):
+        linked[0] = True  # a symlink: followed now, as the policy says
+        fd = _open_flags(dirfd, name, policy, 0)
+    if fd < 0 and policy == WITHIN and (errno == ENOSYS or errno == EPERM):
+        # ENOSYS: old kernel; EPERM: a seccomp filter that denies it.
+        return _open_within_portable(dirfd, name, linked)
+    return fd
 
 
 cdef int _classify_open_error(int err, int policy) noexcept nogil:
@@ -381,8 +393,10 @@ cdef void _read_entry(int dirfd, const char *name, int policy, size_t want, size
     cdef size_t end = 0
     cdef bint one_read
     cdef int tries = 1
-    cdef int fd = _open_entry(dirfd, name, policy)
+    cdef bint linked
+    cdef int fd = _open_entry(dirfd, name, policy, &linked)
     out.kind = 0
+    out.linked = linked
     out.home_failed = False
     out.size_on_disk = -1
     out.offset = used[0]
@@ -403,6 +417,7 @@ cdef void _read_entry(int dirfd, const char *name, int policy, size_t want, size
         close(fd)
         return
     out.kind = before.st_mode & S_IFMT
+    out.linked = linked or before.st_nlink > 1
     if out.kind != S_IFREG:
         out.status = NOT_REGULAR
         close(fd)
@@ -500,6 +515,7 @@ cdef void _read_home(const char *home, const char **names, Py_ssize_t nnames, in
             out.kind = 0
             out.size_on_disk = -1
             out.home_failed = True
+            out.linked = False
             out.offset = 0
             out.nread = 0
             out.tail_len = 0
@@ -692,7 +708,7 @@ cdef inline void _put(object read, Py_ssize_t index, object value):
 
 
 cdef object _file_read(int status, int err, int kind, size_t nread, bint truncated, bint stable,
-                       long long size_on_disk):
+                       long long size_on_disk, bint linked):
     """A ``FileRead``, built in place: one allocation, no temporary tuple."""
     cdef object read = PyType_GenericAlloc(_FILE_READ, FILE_READ_FIELDS)
     cdef object count = nread
@@ -704,6 +720,7 @@ cdef object _file_read(int status, int err, int kind, size_t nread, bint truncat
     _put(read, 5, stable)
     # A file read whole read its size: one int for both (an allocation saved per file).
     _put(read, 6, None if size_on_disk < 0 else count if <long long>nread == size_on_disk else size_on_disk)
+    _put(read, 7, linked)
     return read
 
 
@@ -718,12 +735,13 @@ cdef object _composed(object soul, Outcome *outs, Py_ssize_t nnames, _Heads head
         out = &outs[i]
         if out.status == PRESENT:
             _put(reads, i, _file_read(PRESENT, 0, out.kind, out.nread, out.truncated, out.stable,
-                                      out.size_on_disk))
+                                      out.size_on_disk, out.linked))
             present += 1
-        elif out.status == MISSING and out.err == ENOENT:
+        elif out.status == MISSING and out.err == ENOENT and not out.linked:
             _put(reads, i, _MISSING_ENOENT)
         else:
-            _put(reads, i, _file_read(out.status, out.err, out.kind, 0, False, out.stable, out.size_on_disk))
+            _put(reads, i, _file_read(out.status, out.err, out.kind, 0, False, out.stable, out.size_on_disk,
+                                      out.linked))
     if present == 0:
         found = ()
     else:
@@ -745,7 +763,7 @@ cdef object _composed(object soul, Outcome *outs, Py_ssize_t nnames, _Heads head
 # The result types, built in place at these arities (the module keeps the types alive),
 # and FileStatus by code: checked here, at import, against _vocabulary.
 cdef enum:
-    FILE_READ_FIELDS = 7
+    FILE_READ_FIELDS = 8
     COMPOSED_FIELDS = 5
 cdef PyTypeObject *_FILE_READ = <PyTypeObject *>FileRead
 cdef PyTypeObject *_COMPOSED = <PyTypeObject *>Composed
@@ -757,7 +775,7 @@ if (len(FileRead._fields) != FILE_READ_FIELDS or len(Composed._fields) != COMPOS
         != ["follow", "within", "refuse", "within-portable"]):
     raise ImportError("_capread's result arities, status or policy codes differ from _vocabulary's")
 # The most common result of all, shared instead of built per call.
-_MISSING_ENOENT = FileRead(FileStatus.MISSING, ENOENT, 0, 0, False, True, None)
+_MISSING_ENOENT = FileRead(FileStatus.MISSING, ENOENT, 0, 0, False, True, None, False)
 
 
 cdef int _policy(object symlinks) except -1:
@@ -958,12 +976,13 @@ def read_excerpts(bytes home, names, Py_ssize_t cap, symlinks, windows):
             out = &outs[i]
             if out.status == PRESENT:
                 read = _file_read(PRESENT, 0, out.kind, out.nread + out.tail_len, out.truncated, out.stable,
-                                  out.size_on_disk)
+                                  out.size_on_disk, out.linked)
                 excerpts.append(_excerpt(out, arena.data, read))
-            elif out.status == MISSING and out.err == ENOENT:
+            elif out.status == MISSING and out.err == ENOENT and not out.linked:
                 excerpts.append(_MISSING_EXCERPT)
             else:
-                read = _file_read(out.status, out.err, out.kind, 0, False, out.stable, out.size_on_disk)
+                read = _file_read(out.status, out.err, out.kind, 0, False, out.stable, out.size_on_disk,
+                                  out.linked)
                 excerpts.append(Excerpt(read, 0, None, None))
         return tuple(excerpts)
     finally:

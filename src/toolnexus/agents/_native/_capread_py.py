@@ -124,22 +124,24 @@ def _read_last(fd: int, tail: int, size: int, have: int, limit: int) -> tuple[by
 
 
 def _read_entry(
-    fd: int, want: int, tail: int, limit: int
+    fd: int, want: int, tail: int, limit: int, linked: bool
 ) -> tuple[FileRead, bytes | bytearray | None, bytes, int]:
     """Read an open name: its first ``want`` bytes at most, and its last ``tail`` when it is longer.
 
     Returns its ``FileRead``, the bytes from its start (None unless present),
     the bytes at its end (empty unless it is longer than ``want``), and the
-    file's length as read. ``tail`` 0 is the plain capped read.
+    file's length as read. ``tail`` 0 is the plain capped read. ``linked``:
+    the name was a symlink.
     """
     before = os.fstat(fd)
     kind = before.st_mode & _S_IFMT
+    linked = linked or before.st_nlink > 1
     if kind != _S_IFREG:
-        return FileRead(FileStatus.NOT_REGULAR, 0, kind, 0, False, True, None), None, b"", 0
+        return FileRead(FileStatus.NOT_REGULAR, 0, kind, 0, False, True, None, linked), None, b"", 0
     first, one_read = _read_capped(fd, want, before.st_size)
     got = len(first)
     if got < want and _trusted(got, before, one_read):  # the usual case: all of it, in one small read
-        return FileRead(_PRESENT, 0, kind, got, False, True, before.st_size), first, b"", got
+        return FileRead(_PRESENT, 0, kind, got, False, True, before.st_size, linked), first, b"", got
     tries = 1
     while True:
         if tries > 1:
@@ -173,7 +175,7 @@ def _read_entry(
         before = after
         os.lseek(fd, 0, os.SEEK_SET)
         tries += 1
-    read = FileRead(_PRESENT, 0, kind, got + len(last), got == want, stable, before.st_size)
+    read = FileRead(_PRESENT, 0, kind, got + len(last), got == want, stable, before.st_size, linked)
     return read, first, last, end
 
 
@@ -183,7 +185,7 @@ _S_IFREG = stat.S_IFREG
 # for every file is looked up once, here.
 _PRESENT = FileStatus.PRESENT
 # The most common result of all, shared instead of built per name.
-_MISSING_ENOENT = FileRead(FileStatus.MISSING, errno.ENOENT, 0, 0, False, True, None)
+_MISSING_ENOENT = FileRead(FileStatus.MISSING, errno.ENOENT, 0, 0, False, True, None, False)
 
 
 def _open_home(home: bytes) -> int | FileRead:
@@ -208,27 +210,28 @@ def _read_name(  # noqa: PLR0917 - the reading's every parameter, as the compile
     Trouble of the process's (no descriptor or memory left) raises.
     """
     try:
-        fd = open_entry(dirfd, home, name, symlinks)
+        fd, linked = open_entry(dirfd, home, name, symlinks)
     except OSError as exc:
         return _not_opened(exc, dirfd, home, name, symlinks), None, b"", 0
     try:
-        return _read_entry(fd, want, tail, limit)
+        return _read_entry(fd, want, tail, limit, linked)
     except OSError as exc:
-        return _not_read(exc, home, name), None, b"", 0
+        return _not_read(exc, home, name, linked), None, b"", 0
     finally:
         os.close(fd)
 
 
 def _not_opened(exc: OSError, dirfd: int, home: bytes, name: bytes, symlinks: str) -> FileRead:
     err = exc.errno or errno.EIO
-    if err == errno.ENOENT:
+    linked = bool(getattr(exc, "linked", False))  # open_entry says so of a symlink
+    if err == errno.ENOENT and not linked:
         return _MISSING_ENOENT
     if err in PROCESS_ERRORS:
         raise process_error(err, os.path.join(home, name)) from None
     status = classify_open_error(err, symlinks)
     # A socket cannot be opened: say what it is.
     kind = _kind_at(dirfd, home, name, symlinks) if status == FileStatus.NOT_REGULAR else 0
-    return FileRead(status, err, kind, 0, False, True, None)
+    return FileRead(status, err, kind, 0, False, True, None, linked)
 
 
 def _kind_at(dirfd: int, home: bytes, name: bytes, symlinks: str) -> int:
@@ -244,11 +247,11 @@ def _kind_at(dirfd: int, home: bytes, name: bytes, symlinks: str) -> int:
     return st.st_mode & _S_IFMT
 
 
-def _not_read(exc: OSError, home: bytes, name: bytes) -> FileRead:
+def _not_read(exc: OSError, home: bytes, name: bytes, linked: bool) -> FileRead:
     err = exc.errno or errno.EIO
     if err in PROCESS_ERRORS:
         raise process_error(err, os.path.join(home, name)) from None
-    return FileRead(FileStatus.UNREADABLE, err, stat.S_IFREG, 0, False, True, None)
+    return FileRead(FileStatus.UNREADABLE, err, stat.S_IFREG, 0, False, True, None, linked)
 
 
 def _compose_home(home: bytes, names: Sequence[bytes], cap: int, symlinks: str, layout: Layout) -> Composed:

@@ -33,8 +33,8 @@ ABSENT = frozenset({errno.ENOENT, errno.ENOTDIR})
 _SYMLINK_REFUSED = frozenset({errno.ELOOP, errno.EMLINK})
 
 
-def _openat2_beneath() -> Callable[[int, bytes], int] | None:
-    """Return a callable ``(dirfd, name) -> fd`` using openat2, or None."""
+def _openat2_beneath() -> Callable[[int, bytes, int], int] | None:
+    """Return a callable ``(dirfd, name, extra_flags) -> fd`` using openat2, or None."""
     if not sys.platform.startswith("linux") or _O_PATH == 0:
         return None
     import ctypes  # noqa: PLC0415 - only Linux needs it, and only here
@@ -54,12 +54,13 @@ def _openat2_beneath() -> Callable[[int, bytes], int] | None:
         )
 
     # RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS, as the compiled reader asks.
-    how = OpenHow(FILE_FLAGS, 0, 0x08 | 0x02)
+    hows = {extra: OpenHow(FILE_FLAGS | extra, 0, 0x08 | 0x02) for extra in (0, _O_NOFOLLOW)}
     nr = ctypes.c_long(437)  # SYS_openat2: one number on every Linux ABI we build for
-    size = ctypes.c_size_t(ctypes.sizeof(how))
-    ref = ctypes.byref(how)
+    size = ctypes.c_size_t(ctypes.sizeof(OpenHow))
+    refs = {extra: ctypes.byref(how) for extra, how in hows.items()}
 
-    def openat2(dirfd: int, name: bytes) -> int:
+    def openat2(dirfd: int, name: bytes, extra: int = 0) -> int:
+        ref = refs[extra]
         while True:
             fd = int(syscall(nr, ctypes.c_long(dirfd), ctypes.c_char_p(name), ref, size))
             if fd >= 0:
@@ -91,37 +92,65 @@ def _open_nofollow(dirfd: int, home: bytes, name: bytes) -> int:
     return _open(dirfd, home, name, FILE_FLAGS)
 
 
-def _open_within_portable(dirfd: int, home: bytes, name: bytes) -> int:
-    """Open ``name`` allowing at most one symlink whose target is a plain name.
+def _open_within_portable(dirfd: int, home: bytes, name: bytes) -> tuple[int, bool]:
+    """Open ``name`` allowing at most one symlink whose target is a plain name; and whether it was one.
 
     The portable stand-in for RESOLVE_BENEATH: a target with a ``/`` (absolute,
     ``..``, or in a subdirectory) is refused, and the target itself is opened
     with O_NOFOLLOW, so a swap between check and open cannot lead outside.
     """
     try:
-        return _open_nofollow(dirfd, home, name)
+        return _open_nofollow(dirfd, home, name), False
     except OSError as exc:
         if exc.errno not in _SYMLINK_REFUSED:
             raise
-    target = os.readlink(name, dir_fd=dirfd) if dirfd >= 0 else os.readlink(os.path.join(home, name))
-    if b"/" in target or target in (b"", b".", b".."):
-        raise OSError(errno.EXDEV, os.strerror(errno.EXDEV))
-    return _open_nofollow(dirfd, home, target)
+    try:
+        target = os.readlink(name, dir_fd=dirfd) if dirfd >= 0 else os.readlink(os.path.join(home, name))
+        if b"/" in target or target in (b"", b".", b".."):
+            raise OSError(errno.EXDEV, os.strerror(errno.EXDEV))
+        return _open_nofollow(dirfd, home, target), True
+    except OSError as exc:
+        exc.linked = True  # type: ignore[attr-defined]
+        raise
 
 
-def open_entry(dirfd: int, home: bytes, name: bytes, symlinks: str) -> int:
-    if symlinks == "follow":
-        return _open(dirfd, home, name, FILE_FLAGS)
+def open_entry(dirfd: int, home: bytes, name: bytes, symlinks: str) -> tuple[int, bool]:
+    """Open ``name`` as the policy says: its descriptor, and whether it was reached through a symlink.
+
+    A name is first opened with O_NOFOLLOW: a file needs no other open, and
+    for a symlink ELOOP (EMLINK on FreeBSD) says what it is. Raises the
+    open's OSError, and sets ``linked`` on it when the name is a symlink.
+    """
     if symlinks == "refuse":
-        return _open_nofollow(dirfd, home, name)
-    if symlinks == "within" and _openat2 is not None and dirfd >= 0:
-        try:
-            return _openat2(dirfd, name)
-        except OSError as exc:
-            # ENOSYS: old kernel; EPERM: a seccomp filter that denies it.
-            if exc.errno not in (errno.ENOSYS, errno.EPERM):
-                raise
-    return _open_within_portable(dirfd, home, name)
+        return _open_nofollow(dirfd, home, name), False
+    if symlinks == "within-portable" or (symlinks == "within" and (_openat2 is None or dirfd < 0)):
+        return _open_within_portable(dirfd, home, name)
+    linked = False
+    try:
+        return _open_once(dirfd, home, name, symlinks, _O_NOFOLLOW), False
+    except OSError as exc:
+        if exc.errno not in _SYMLINK_REFUSED or not _O_NOFOLLOW:
+            return _within_fallback(exc, dirfd, home, name, symlinks)
+        linked = True  # a symlink: followed now, as the policy says
+    try:
+        return _open_once(dirfd, home, name, symlinks, 0), True
+    except OSError as exc:
+        exc.linked = linked  # type: ignore[attr-defined]
+        return _within_fallback(exc, dirfd, home, name, symlinks)
+
+
+def _open_once(dirfd: int, home: bytes, name: bytes, symlinks: str, extra: int) -> int:
+    if symlinks == "within":
+        assert _openat2 is not None
+        return _openat2(dirfd, name, extra)
+    return _open(dirfd, home, name, FILE_FLAGS | extra)
+
+
+def _within_fallback(exc: OSError, dirfd: int, home: bytes, name: bytes, symlinks: str) -> tuple[int, bool]:
+    """Raise ``exc``, unless ``within`` met a kernel without openat2 (ENOSYS) or a seccomp filter (EPERM)."""
+    if symlinks == "within" and exc.errno in (errno.ENOSYS, errno.EPERM):
+        return _open_within_portable(dirfd, home, name)
+    raise exc
 
 
 def classify_open_error(err: int, symlinks: str) -> FileStatus:

@@ -46,16 +46,16 @@
 #define SYS_openat2 437
 #endif
 
-static int tnx_openat2_beneath(int dirfd, const char *name) {
+static int tnx_openat2_beneath(int dirfd, const char *name, int extra) {
 #if defined(__linux__) && defined(SYS_openat2)
     /* struct open_how; RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS */
     struct { unsigned long long flags, mode, resolve; } how;
-    how.flags = TNX_FILE_FLAGS;
+    how.flags = TNX_FILE_FLAGS | extra;
     how.mode = 0;
     how.resolve = 0x08 | 0x02;
     return (int)syscall(SYS_openat2, dirfd, name, &how, sizeof how);
 #else
-    (void)dirfd; (void)name;
+    (void)dirfd; (void)name; (void)extra;
     errno = ENOSYS;
     return -1;
 #endif
