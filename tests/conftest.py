@@ -152,6 +152,17 @@ def make_homes(root: Path, count: int) -> list[Path]:
     return homes
 
 
+EXAMPLE_MEMORY = (Path(__file__).resolve().parents[1] / "examples" / "aster" / "MEMORY.md").read_bytes()
+
+
+@pytest.fixture
+def memory(home: Path) -> Path:
+    """The example persona's MEMORY.md, in a home of its own."""
+    path = home / "MEMORY.md"
+    path.write_bytes(EXAMPLE_MEMORY)
+    return path
+
+
 def tool_files(home: Path) -> list[str]:
     """The home's names, a kept file's token and its record's as ``*``: what a memory tool leaves there.
 

@@ -52,6 +52,10 @@ def test_an_empty_list_is_nothing_to_do(tmp_path: Path, capsys: Capture) -> None
     listing = tmp_path / "homes.txt"
     listing.write_text("\n  \n")
     assert run(["batch", "--from-file", str(listing)], capsys) == (0, "", "")
+    out = tmp_path / "souls.jsonl"
+    out.write_text("kept\n")
+    assert run(["batch", "--from-file", str(listing), "--jsonl", str(out)], capsys) == (0, "", "")
+    assert out.read_text() == "kept\n"  # nothing written: the file is left as it was
 
 
 def test_no_dir_and_no_list_is_still_a_usage_error(capsys: Capture) -> None:

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conftest import is_root, tool_files, unprivileged
+from conftest import EXAMPLE_MEMORY, is_root, tool_files, unprivileged
 from model_texts import DESCRIPTION, SCHEMA
 from toolnexus.agents import (
     AmbiguousMatch,
@@ -45,16 +45,7 @@ from toolnexus.agents._memory._entries import (
     with_entry_replaced,
 )
 
-ASTER = (Path(__file__).resolve().parents[1] / "examples" / "aster" / "MEMORY.md").read_bytes()
 independent = pytest.mark.reader_independent
-
-
-@pytest.fixture
-def memory(home: Path) -> Path:
-    """The example persona's MEMORY.md, in a home of its own."""
-    path = home / "MEMORY.md"
-    path.write_bytes(ASTER)
-    return path
 
 
 # ---- what an entry is ------------------------------------------------------------------
@@ -168,7 +159,7 @@ def test_add_replace_remove_and_usage(home: Path, memory: Path) -> None:
 def test_the_next_soul_holds_a_write_and_a_soul_given_out_does_not_change(home: Path, memory: Path) -> None:
     before = compose(home)
     memory_tool(home).add("Answer in French.")
-    assert before.text == "## MEMORY.md\n\n" + ASTER.decode().strip()
+    assert before.text == "## MEMORY.md\n\n" + EXAMPLE_MEMORY.decode().strip()
     assert compose(home).text == before.text + "\n- Answer in French."
 
 
@@ -203,7 +194,7 @@ def test_no_match_and_several_show_the_candidates_starts(home: Path, memory: Pat
         " 'Dislikes bullet lists longer than five …'."
         " Give a longer piece of text, found in one of them only."
     )
-    assert memory.read_bytes() == ASTER
+    assert memory.read_bytes() == EXAMPLE_MEMORY
 
 
 @independent
@@ -221,7 +212,7 @@ def test_a_full_memory_refuses_to_grow(home: Path, memory: Path) -> None:
         "Prefers metric units and ISO dates (2026-11-29).",
         "Dislikes bullet lists longer than five items.",
     )
-    assert memory.read_bytes() == ASTER
+    assert memory.read_bytes() == EXAMPLE_MEMORY
     # Over its limit already (a person wrote more): it may still shrink.
     small = memory_tool(home, limit=100)
     assert small.replace("Last project", "Ti–6Al–4V maps.") == MemoryUsage(3, 116, 100)
@@ -269,13 +260,13 @@ def test_text_that_cannot_be_an_entry(home: Path, memory: Path, text: object, me
     with pytest.raises(InvalidEntry) as invalid:
         memory_tool(home).add(text)  # type: ignore[arg-type]
     assert str(invalid.value) == message
-    assert memory.read_bytes() == ASTER
+    assert memory.read_bytes() == EXAMPLE_MEMORY
 
 
 @independent
 def test_crlf_in_a_text_is_a_line_break_and_spaces_around_it_go(home: Path, memory: Path) -> None:
     memory_tool(home).add("  first\r\nsecond  ")
-    assert memory.read_bytes() == ASTER + b"- first\n  second\n"
+    assert memory.read_bytes() == EXAMPLE_MEMORY + b"- first\n  second\n"
 
 
 @independent
@@ -503,7 +494,7 @@ def test_a_models_bad_call_never_raises(
     assert (result["ok"], result["error"]) == (False, error)
     if message is not None:
         assert result["message"] == f"{message} MEMORY.md holds 3 entries, 160 of 2,200 characters."
-    assert memory.read_bytes() == ASTER
+    assert memory.read_bytes() == EXAMPLE_MEMORY
     json.dumps(result)
 
 
@@ -534,7 +525,7 @@ def test_an_io_error_is_an_answer_too() -> None:
     home = Path(tempfile.mkdtemp(prefix="tns-memory-"))
     try:
         home.chmod(0o755)  # readable by nobody (uid 65534), not writable
-        (home / "MEMORY.md").write_bytes(ASTER)
+        (home / "MEMORY.md").write_bytes(EXAMPLE_MEMORY)
         result = unprivileged(lambda: memory_tool(home).call({"action": "remove", "old_text": "metric"}))
         assert result == {
             "ok": False,
@@ -546,7 +537,7 @@ def test_an_io_error_is_an_answer_too() -> None:
             "used": 160,
             "limit": 2200,
         }
-        assert (home / "MEMORY.md").read_bytes() == ASTER
+        assert (home / "MEMORY.md").read_bytes() == EXAMPLE_MEMORY
     finally:
         shutil.rmtree(home)
 
@@ -633,7 +624,7 @@ def test_the_async_variants(home: Path, memory: Path) -> None:
 
     done = asyncio.run(session())
     assert done[0] == MemoryUsage(4, 173, 2200)
-    assert done[2] == (*(entry.text for entry in entries(ASTER.decode())), "async note, replaced")
+    assert done[2] == (*(entry.text for entry in entries(EXAMPLE_MEMORY.decode())), "async note, replaced")
     assert done[4] == MemoryUsage(3, 160, 2200)
     assert done[5] is True
     assert done[6] == MemoryUsage(0, 0, 2200)
@@ -656,7 +647,9 @@ def test_the_readme_example_runs_as_written(
     exec(compile(blocks[1], "README.md", "exec"), namespace)
     home = namespace["home"]
     assert isinstance(home, str)
-    assert compose(home).text.endswith("## MEMORY.md\n\n" + ASTER.decode().strip())  # the note removed again
+    assert compose(home).text.endswith(
+        "## MEMORY.md\n\n" + EXAMPLE_MEMORY.decode().strip()
+    )  # the note removed again
 
 
 # ---- what an independent tester found (each a test) ------------------------------------
@@ -831,7 +824,7 @@ def test_a_models_action_comes_back_only_as_one_of_the_three(home: Path, memory:
         )
         json.dumps(result, ensure_ascii=False).encode()
     assert tool.call({"action": "remove", "old_text": "zzz"})["action"] == "remove"
-    assert memory.read_bytes() == ASTER
+    assert memory.read_bytes() == EXAMPLE_MEMORY
 
 
 @independent

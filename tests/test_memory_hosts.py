@@ -10,7 +10,6 @@ the host's, no advice for a Python programmer, true sizes.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -24,7 +23,6 @@ from toolnexus.agents import memory_tool
 
 pytestmark = pytest.mark.reader_independent
 
-ASTER = (Path(__file__).resolve().parents[1] / "examples" / "aster" / "MEMORY.md").read_bytes()
 
 pydantic = pytest.importorskip("pydantic")
 anthropic_types = pytest.importorskip("anthropic.types")
@@ -52,14 +50,6 @@ STRICT_SCHEMA = {
     "required": ["action", "content", "old_text"],
     "additionalProperties": False,
 }
-
-
-@pytest.fixture
-def memory(home: Path) -> Path:
-    """The example persona's MEMORY.md, in a home of its own."""
-    path = home / "MEMORY.md"
-    path.write_bytes(ASTER)
-    return path
 
 
 def test_the_responses_api_shape_is_flat(home: Path) -> None:
@@ -178,87 +168,3 @@ def test_a_hosts_strict_program_type_checks(tmp_path: Path) -> None:
         check=False,
     )
     assert (done.returncode, done.stdout.splitlines()[-1]) == (0, "Success: no issues found in 1 source file")
-
-
-# ---- what a model reads ----------------------------------------------------------------
-
-
-def test_no_path_of_the_host_reaches_the_model(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    tool = memory_tool(home)
-    os.rename(home, tmp_path / "moved")
-    result = tool.call({"action": "add", "content": "x"})
-    assert result["message"] == (
-        "the persona's directory is no longer the one this memory tool was made for (renamed, replaced or"
-        " removed)."
-    )
-    assert str(tmp_path) not in json.dumps(result)
-
-
-def test_no_advice_for_a_programmer_reaches_the_model(home: Path) -> None:
-    result = memory_tool(home).call('{"action": "add", "content": ' + "9" * 5000 + "}")
-    assert result["message"] == (
-        "the arguments hold a number with too many digits to read. MEMORY.md holds 0 entries, 0 of 2,200"
-        " characters."
-    )
-
-
-def test_a_memory_too_full_says_its_true_size(home: Path, memory: Path) -> None:
-    result = memory_tool(home).call({"action": "add", "content": "x" * 10_000_000})
-    assert result["error"] == "full"
-    assert result["message"].startswith(
-        "This change would take MEMORY.md to 10,000,163 of its 2,200 characters."
-    )
-
-
-def test_an_argument_name_that_is_not_text_is_named_so(home: Path) -> None:
-    result = memory_tool(home).call({"action": "add", 1: "x"})  # type: ignore[dict-item]
-    assert result["message"] == (
-        "an argument's name must be text, not a number. MEMORY.md holds 0 entries, 0 of 2,200 characters."
-    )
-
-
-def test_an_add_repeated_keeps_one_copy(home: Path, memory: Path) -> None:
-    tool = memory_tool(home)
-    first = tool.call({"action": "add", "content": "Answer in French."})
-    again = tool.call({"action": "add", "content": "  Answer in French.\n"})
-    assert (first["added"], again["ok"], again["added"]) == (True, True, False)
-    assert again["message"] == (
-        "The entry was already there: nothing was added. MEMORY.md holds 4 entries, 180 of 2,200 characters."
-    )
-    assert memory.read_text().count("Answer in French.") == 1
-    assert tool.add("Answer in French.").entry_count == 4
-
-
-def test_an_entry_that_is_old_text_wins_over_those_that_hold_it(home: Path) -> None:
-    (home / "MEMORY.md").write_text("- test\n- tests run nightly\n")
-    tool = memory_tool(home)
-    tool.remove("test")
-    assert tool.entries() == ("tests run nightly",)
-
-
-def test_a_markdown_item_is_the_entry(home: Path) -> None:
-    tool = memory_tool(home)
-    tool.add("- fact")
-    tool.call({"action": "add", "content": "-  another fact"})
-    assert (home / "MEMORY.md").read_text() == "- fact\n- another fact\n"
-
-
-def test_the_user_file_is_the_users_profile(home: Path) -> None:
-    description = memory_tool(home, file="USER.md").description()
-    assert description.startswith("What you know about the user: their profile, kept in USER.md,")
-    assert "long-term memory" not in description
-    assert description.endswith(
-        "The profile holds at most 1,375 characters: when it is full, replace or"
-        " remove entries (merge or shorten them) before adding."
-    )
-
-
-@pytest.mark.parametrize("kind", [str, bytes, Path])
-def test_a_missing_home_is_named_as_it_was_given(tmp_path: Path, kind: type) -> None:
-    missing = kind(os.fsencode(tmp_path / "missing")) if kind is bytes else kind(tmp_path / "missing")
-    with pytest.raises(FileNotFoundError) as raised:
-        memory_tool(missing)
-    assert raised.value.filename == os.fspath(missing)
-    assert type(raised.value.filename) is (bytes if kind is bytes else str)

@@ -126,13 +126,15 @@ def check_text(text: object, what: str = "content") -> str:
     """``text`` as an entry's text: a ``str``, trimmed, not empty, one paragraph, no control character.
 
     ``\\r\\n`` becomes ``\\n``; a text sent as a markdown item (``- fact``)
-    loses its ``- ``. An EntryError says what is wrong.
+    loses its ``- `` before it is trimmed (``- `` alone is empty). An
+    EntryError says what is wrong.
     """
     if not isinstance(text, str):
         raise EntryError(f"{what} must be text, not {type(text).__name__}")
-    text = text.replace("\r\n", "\n").strip(WHITESPACE)
+    text = text.replace("\r\n", "\n").lstrip(WHITESPACE)
     if text.startswith(BULLET):  # sent as a markdown item: the item is the entry
-        text = text[len(BULLET) :].lstrip(WHITESPACE)
+        text = text[len(BULLET) :]
+    text = text.strip(WHITESPACE)
     if not text:
         raise EntryError(f"{what} is empty: an entry needs some text")
     bad = next((ord(char) for char in text if ord(char) in _REFUSED), None)

@@ -121,8 +121,8 @@ def description(tool: Tool) -> str:
     return (
         f"{what} Actions: 'add' a new entry (content); 'replace' the one entry holding old_text, a short "
         f"piece of its text, by content; 'remove' the one entry holding old_text. {whole} holds at most "
-        f"{tool.limit:,} characters: when it is full, replace or remove entries (merge or shorten them) "
-        "before adding."
+        f"{tool.limit:,} character{'s' if tool.limit != 1 else ''}: when it is full, replace or remove"
+        " entries (merge or shorten them) before adding."
     )
 
 
@@ -262,10 +262,14 @@ def _failure(tool: Tool, action: object, code: str, message: str, exc: Exception
 def _arguments(arguments: object) -> dict[str, object]:
     """A model's arguments as a dict: given as one, or as JSON text; every name text, none unknown."""
     if isinstance(arguments, (str, bytes)):
+        if isinstance(arguments, str) and arguments.startswith("\ufeff"):
+            arguments = arguments[1:]  # a byte order mark, as JSON bytes may start with
         try:
             arguments = json.loads(arguments)
         except json.JSONDecodeError as exc:
             raise InvalidEntry(f"the arguments are not JSON: {exc.msg} at character {exc.pos}") from None
+        except UnicodeDecodeError:
+            raise InvalidEntry("the arguments are not JSON text: their bytes are not UTF-8") from None
         except ValueError:  # a number too long for Python to read
             raise InvalidEntry("the arguments hold a number with too many digits to read") from None
         except RecursionError:

@@ -17,12 +17,13 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Final, Literal, overload
 
-from .._format import MAX_BOOTSTRAP_FILE_BYTES, body_text
+from .._format import MAX_BOOTSTRAP_FILE_BYTES, WHITESPACE, body_text
 from .._options import PathArg, check_files, check_int, home_path
 from . import _model
 from ._consolidate import Merged, consolidated
 from ._disk import MAX_NAME_BYTES, Disk, Refused, Version
 from ._entries import (
+    BULLET,
     Entry,
     EntryError,
     check_text,
@@ -37,7 +38,7 @@ from ._entries import (
 from ._errors import AmbiguousMatch, InvalidEntry, MemoryFull, MemoryRefused, NoMatch
 from ._model import MemoryCallResult
 from ._results import MemorySnapshot, MemoryUsage, MergeReport
-from ._words import brief, entries_phrase, listed, start, starts
+from ._words import brief, entries_phrase, listed, quoted, start, starts
 
 if TYPE_CHECKING:
     from anthropic.types import ToolParam
@@ -61,9 +62,25 @@ def _find(text: str, needle: str) -> Entry:
     """The one entry of ``text`` that holds ``needle`` (or the first of copies of one).
 
     An entry whose text is ``needle`` (trimmed, as copies are compared) is
-    chosen over entries that merely hold it. Raises NoMatch when none
-    holds it, AmbiguousMatch when several different ones do.
+    chosen over entries that merely hold it. A ``needle`` no entry holds
+    that starts with ``- `` is looked for again without it: quoted as the
+    prompt shows the entry's line. Raises NoMatch when none holds it,
+    AmbiguousMatch when several different ones do.
     """
+    try:
+        return _find_as_given(text, needle)
+    except NoMatch as exc:
+        item = needle.lstrip(WHITESPACE)
+        if not item.startswith(BULLET) or not item[len(BULLET) :].strip(WHITESPACE):
+            raise
+        not_as_given = exc
+    try:
+        return _find_as_given(text, item[len(BULLET) :])
+    except NoMatch:
+        raise not_as_given from None  # said of the text as it was given
+
+
+def _find_as_given(text: str, needle: str) -> Entry:
     found = entries(text)
     exact = [entry for entry in found if same(shown(entry.text)) == same(needle)]
     if exact:
@@ -339,7 +356,7 @@ class MemoryTool:
         if longest:
             advice = (
                 "Replace or remove entries first (merge or shorten them); the longest start: "
-                + "; ".join(repr(start(text)) for text in longest)
+                + "; ".join(quoted(start(text)) for text in longest)
             )
         else:  # all of it is a person's text, which the tool never changes
             advice = "It holds no entries: its other text, which this tool never changes, takes the room"

@@ -201,10 +201,9 @@ def batch(args: argparse.Namespace) -> int:
         homes.extend(_listed(args))
     elif not homes:
         usage_error(args, "batch needs at least one DIR or --from-file")
-    out = _output(args)
-    if not homes:  # an empty list: nothing to compose, nothing to say
-        out.close()
+    if not homes:  # an empty list: nothing to compose, nothing to say, OUT left as it was
         return EXIT_OK
+    out = _output(args)
     progress = sys.stderr.isatty()
     started = time.perf_counter()
     tally = _Tally()

@@ -11,22 +11,31 @@ gives:
   the server lives on;
 - **a prompt**, ``soul``: the soul as composed at that moment, with an
   optional ``budget`` (characters; ``--budget`` when not given);
-- **resources**: the soul (``soul://soul``), and each bootstrap file present
-  (``soul://file/NAME``: its body as the soul holds it).
+- **resources**: the soul (``soul://soul``), and each of its files present
+  (``soul://file/NAME``: its whole body, as the soul holds it unbudgeted).
 
-Every read composes afresh, so a change made through a tool shows in the
-next read of the prompt or of the soul.
+The soul served is the bootstrap files and then each ``--file`` that is not
+one of them, so that a memory a tool says is in the prompt is. Every read
+composes afresh: a change made through a tool shows in the next read of the
+prompt or of the soul. Errors a client causes are MCP errors, never a
+traceback; the command itself ends as every command does (one line, status
+1, 130 at Ctrl-C, 141 when its reader goes away).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
+import os
+import re
+import signal
+import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from .. import BOOTSTRAP_ORDER, Budget, MemoryTool, Soul, SymlinkPolicy, __version__, compose, memory_tool
-from ._output import say, shown
+from ._output import from_bytes_not_utf8, quiet_stdout, say, shown
 from ._parser import usage_error
 
 if TYPE_CHECKING:
@@ -36,6 +45,10 @@ if TYPE_CHECKING:
 __all__ = ["EXIT_NO_SDK", "add_arguments", "run"]
 
 EXIT_NO_SDK: Final = 1
+_EXIT_INTERRUPTED: Final = 130
+_EXIT_PIPE: Final = 141
+_BUDGET: Final = re.compile(r"[1-9][0-9]*")  # ASCII digits, as JSON writes a whole number
+_ECHO: Final = 40  # characters of a client's text echoed in an error
 SOUL_URI: Final = "soul://soul"
 FILE_URI: Final = "soul://file/"
 _INSTALL: Final = "the mcp command needs the MCP SDK: pip install 'toolnexus-soul[mcp]'"
@@ -69,14 +82,19 @@ class Home:
         self.tools = {tool.name: tool for tool in tools}
         self.budget = budget
         self.symlinks = cast(SymlinkPolicy, symlinks)  # one of argparse's choices
+        # The bootstrap files, then the memory files that are not one of them:
+        # a memory whose tool says it is in the prompt is in the prompt.
+        self.files = (*BOOTSTRAP_ORDER, *(t.file for t in tools if t.file not in BOOTSTRAP_ORDER))
 
     def soul(self, total: int | None = None) -> Soul:
         total = self.budget if total is None else total
         budget = None if total is None else Budget(total=total)
-        return compose(self.home, symlinks=self.symlinks, budget=budget)
+        return compose(self.home, symlinks=self.symlinks, files=self.files, budget=budget)
 
     def file(self, name: str) -> str | None:
-        """A bootstrap file's body as the soul holds it; None when it is not present."""
+        """A file's whole body as the soul holds it (no budget); None when it is not present."""
+        if name not in self.files:
+            return None
         soul = compose(self.home, symlinks=self.symlinks, files=[name])
         return soul.text.removeprefix(f"## {name}\n\n") if soul.found else None
 
@@ -86,6 +104,9 @@ def run(args: argparse.Namespace) -> int:
     if args.budget is not None and args.budget < 1:
         usage_error(args, f"argument --budget: must be 1 or more, not {args.budget}")
     files = args.file or ["MEMORY.md"]
+    for name in files:
+        if from_bytes_not_utf8(name):
+            usage_error(args, f"argument --file: must be UTF-8 text, not {shown(name)}")
     try:
         tools = [memory_tool(args.dir, file=name) for name in files]
     except ValueError as exc:
@@ -97,12 +118,33 @@ def run(args: argparse.Namespace) -> int:
     if len(set(names)) != len(names):
         usage_error(args, f"argument --file: two files would be tools of one name: {', '.join(names)}")
     try:
+        return _serve(Home(args.dir, tools, args.budget, args.symlinks))
+    finally:
+        for tool in tools:
+            tool.close()
+
+
+def _serve(home: Home) -> int:
+    """Serve ``home`` on stdio with the SDK; the exit status."""
+    try:
         import anyio  # noqa: PLC0415 - the SDK is an extra: looked for only when it is asked for
         from mcp.server.stdio import stdio_server  # noqa: PLC0415
-    except ImportError:
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").partition(".")[0] not in ("mcp", "mcp_types", "anyio"):
+            raise
         say(_INSTALL)
         return EXIT_NO_SDK
-    server = _server(Home(args.dir, tools, args.budget, args.symlinks))
+    except ImportError as exc:  # installed, but broken
+        say(f"the MCP SDK could not be imported: {exc}")
+        return EXIT_NO_SDK
+    for stream, what in ((sys.stdin, "read standard input"), (sys.stdout, "write to standard output")):
+        if stream is None:  # closed before the command started (<&-, >&-)
+            say(f"cannot {what}: {os.strerror(errno.EBADF)}")
+            return 1
+    server = _server(home)
+    # Ctrl-C ends the server at once: the stdin reader is a thread that no
+    # cancellation reaches, and the memory tool's writes are safe to stop.
+    signal.signal(signal.SIGINT, _interrupted)
 
     async def serve() -> None:
         async with stdio_server() as (read, write):
@@ -110,10 +152,33 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         anyio.run(serve)
-    finally:
-        for tool in tools:
-            tool.close()
+    except BaseException as exc:  # each kind is told in one line, or is a status
+        return _ended(exc)
     return 0
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    os._exit(_EXIT_INTERRUPTED)
+
+
+def _ended(exc: BaseException) -> int:
+    """The status of a server that stopped on ``exc`` (an exception group, from the SDK's tasks)."""
+    # An exception group (the built-in one, or 3.10's backport): its first.
+    while inner := getattr(exc, "exceptions", None):
+        exc = inner[0]
+    if isinstance(exc, KeyboardInterrupt):
+        return _EXIT_INTERRUPTED
+    if isinstance(exc, BrokenPipeError) or (isinstance(exc, OSError) and exc.errno == errno.EPIPE):
+        quiet_stdout()
+        return _EXIT_PIPE
+    quiet_stdout()
+    if isinstance(exc, OSError):
+        say(f"cannot serve on standard input and output: {exc.strerror or exc}")
+    else:
+        say(f"the MCP server stopped: {type(exc).__name__}: {exc}")
+    return 1
 
 
 def _server(home: Home) -> Any:
@@ -121,6 +186,8 @@ def _server(home: Home) -> Any:
     import anyio.to_thread  # noqa: PLC0415 - the SDK is an extra
     import mcp_types as types  # noqa: PLC0415
     from mcp.server import Server  # noqa: PLC0415
+    from mcp.shared.exceptions import MCPError  # noqa: PLC0415
+    from mcp_types import INVALID_PARAMS  # noqa: PLC0415
 
     async def list_tools(ctx: ServerRequestContext[Any], params: object) -> types.ListToolsResult:
         return types.ListToolsResult(
@@ -136,7 +203,7 @@ def _server(home: Home) -> Any:
         tool = home.tools.get(params.name)
         if tool is None:
             known = ", ".join(home.tools)
-            text = f"there is no tool {params.name!r} here: the tools are {known}"
+            text = f"there is no tool {_echo(params.name)} here: the tools are {known}"
             return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
         arguments = dict(params.arguments or {})
         result = await anyio.to_thread.run_sync(tool.call, arguments)
@@ -164,8 +231,10 @@ def _server(home: Home) -> Any:
         ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
     ) -> types.GetPromptResult:
         if params.name != "soul":
-            raise ValueError(f"there is no prompt {params.name!r} here: the prompt is 'soul'")
-        total = _budget((params.arguments or {}).get("budget"))
+            raise MCPError(
+                INVALID_PARAMS, f"there is no prompt {_echo(params.name)} here: the prompt is 'soul'"
+            )
+        total = _budget((params.arguments or {}).get("budget"), MCPError, INVALID_PARAMS)
         soul = await anyio.to_thread.run_sync(home.soul, total)
         return types.GetPromptResult(
             description="The persona's system prompt: give it to the model as its system prompt",
@@ -201,12 +270,12 @@ def _server(home: Home) -> Any:
         uri = str(params.uri)
         if uri == SOUL_URI:
             text: str | None = (await anyio.to_thread.run_sync(home.soul)).text
-        elif uri.startswith(FILE_URI) and uri[len(FILE_URI) :] in BOOTSTRAP_ORDER:
+        elif uri.startswith(FILE_URI):
             text = await anyio.to_thread.run_sync(home.file, uri[len(FILE_URI) :])
         else:
             text = None
         if text is None:
-            raise ValueError(f"there is no resource {uri!r} here")
+            raise MCPError(INVALID_PARAMS, f"there is no resource {_echo(uri)} here")
         return types.ReadResourceResult(
             contents=[types.TextResourceContents(uri=uri, mime_type="text/markdown", text=text)]
         )
@@ -224,12 +293,16 @@ def _server(home: Home) -> Any:
     )
 
 
-def _budget(value: object) -> int | None:
-    """A prompt's ``budget`` argument (MCP sends text): a whole number of characters, or None."""
+def _budget(value: object, error: type[Exception], code: int) -> int | None:
+    """A prompt's ``budget`` argument (MCP sends text): a whole number of characters, or None if not given."""
     if value is None or value == "":
         return None
-    with contextlib.suppress(TypeError, ValueError):
-        total = int(str(value))
-        if total >= 1:
-            return total
-    raise ValueError(f"budget must be a whole number of characters, 1 or more, not {value!r}")
+    if isinstance(value, str) and _BUDGET.fullmatch(value):
+        return int(value)
+    raise error(code, f"budget must be a whole number of characters, 1 or more, not {_echo(value)}")
+
+
+def _echo(value: object) -> str:
+    """A client's text in an error: quoted, cut to 40 characters."""
+    text = str(value)
+    return repr(text if len(text) <= _ECHO else text[: _ECHO - 1] + "…")

@@ -35,7 +35,7 @@ __all__ = [
 
 # The exit statuses, in the words of the README's table (a test holds them to it).
 STATUSES: Final = (
-    ("0", "done (a batch whose --from-file list is empty: nothing composed, nothing written)"),
+    ("0", "done (a batch whose --from-file list is empty: nothing composed, nothing written, not even OUT)"),
     (
         "1",
         "a DIR does not exist, is not a directory, cannot be searched or cannot be opened; a bootstrap file"
@@ -103,20 +103,27 @@ The memory file stays plain markdown: an entry is a "- " line and the
 indented lines under it; everything else in the file is kept byte for byte.
 
 {MEMORY_EXIT_STATUSES}
-{_NAMES}"""
+Names and entries are shown with every byte kept: a byte outside valid
+UTF-8 shows as U+FFFD in an entry and as \\xNN in a name, a control
+character as \\xNN (or \\uNNNN), and a backslash as \\\\. The format is
+described in docs/format.md.
+"""
 
 
 MCP_EPILOG: Final = """\
 Serves the memory tool of each --file, the soul as the prompt "soul" (with
-an optional budget, in characters), and the soul and each bootstrap file
+an optional budget, in characters), and the soul and each of its files
 present as resources (soul://soul, soul://file/NAME), until the client
-closes standard input. pip install 'toolnexus-soul[mcp]' installs the SDK.
+closes standard input. The soul is the bootstrap files, then each --file
+that is not one of them. pip install 'toolnexus-soul[mcp]' installs the SDK.
 
 exit status:
   0    the client closed the connection
-  1    the MCP SDK is not installed; DIR cannot be served
+  1    the MCP SDK is not installed; DIR cannot be served; standard input
+       or output cannot be used (closed, a full disk)
   2    usage: bad options or arguments
   130  interrupted (Ctrl-C)
+  141  the reader of standard output went away (128 + SIGPIPE)
 """
 
 
