@@ -1,71 +1,155 @@
-"""A budget reads what it can keep: large homes with and without one.
+"""What a budget costs against a plain compose, and how often it calls ``count``: both readers.
 
-The ``large`` homes of scenarios.py (three 3 MB files of mixed scripts each)
-composed with no budget and with ``Budget(total=20_000)``, on each reader,
-rounds interleaved, each contender after an untimed pass of its own. Prints
-medians in µs per home and the median of the per-round ratios, against the
-target of the budget issue: with the budget at least 10x faster. Also the
-bytes each file read under the budget.
+Two homes, each composed plain and under budgets, rounds interleaved, each
+contender after an untimed pass of its own (medians in µs per compose, and
+the median of the per-round ratios to plain):
 
-    python benchmarks/budget.py [--rounds 9] [--total 20000]
+- the example persona (examples/aster, a 1.4 KB soul): a budget that fits
+  (``Budget(total=10**9)``), one that cuts half of it in characters, and one
+  that cuts half of it in UTF-8 bytes (``count=lambda s: len(s.encode())``);
+- a home of three 3 MB files of mixed scripts (scenarios.py, ``large``):
+  ``Budget(total=20_000)`` against no budget.
 
-Exit status 0 when the target is met on both readers.
+Then the ``count`` calls of one compose: a budget that fits (at most one per
+file and one for the soul), and budgets that cut, per file cut.
+
+    python benchmarks/budget.py [--rounds 9] [--reader compiled|pure]
+
+Uses the public API and the twins of the checkout the package is imported
+from, so that an older checkout's virtualenv can run it for a "before"
+figure. Exit status 0 when every target is met.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # twins: the reader swap
-
-from scenarios import make_large, per_home_us
+import toolnexus.agents
 from toolnexus.agents import Budget, compose
-from twins import using
 
-TARGET = 10.0
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+# The twins (the reader swap) of the checkout the package comes from.
+sys.path.insert(0, str(Path(toolnexus.agents.__file__).resolve().parents[3] / "tests"))
+
+from scenarios import make_large, per_home_us  # noqa: E402
+from twins import using  # noqa: E402
+
+EXAMPLE = str(HERE.parent / "examples" / "aster")
+# Targets: at most this many times a plain compose; at least this many times faster for large.
+FITS, HALF_CHARS, HALF_BYTES = 1.3, 2.0, 2.5
+LARGE = {"compiled": 20.0, "pure": 40.0}
+
+
+def utf8_bytes(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+class Counted:
+    """A count that counts its calls."""
+
+    def __init__(self, count: Callable[[str], int]) -> None:
+        self.count, self.calls = count, 0
+
+    def __call__(self, text: str) -> int:
+        self.calls += 1
+        return self.count(text)
+
+
+def timed(
+    contenders: dict[str, Callable[[str], object]], dirs: list[str], rounds: int
+) -> dict[str, list[float]]:
+    samples: dict[str, list[float]] = {name: [] for name in contenders}
+    for _ in range(rounds):
+        for name, run in contenders.items():
+            per_home_us(run, dirs)  # untimed
+            samples[name].append(per_home_us(run, dirs))
+    return samples
+
+
+def ratio(samples: dict[str, list[float]], name: str, base: str) -> float:
+    return statistics.median(a / b for a, b in zip(samples[name], samples[base], strict=True))
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=9)
-    parser.add_argument("--total", type=int, default=20_000)
+    parser.add_argument("--reader", choices=("compiled", "pure"), action="append")
     args = parser.parse_args()
-    budget = Budget(total=args.total)
+    readers = args.reader or ["compiled", "pure"]
+    plain = compose(EXAMPLE)
+    chars, nbytes = len(plain.text), utf8_bytes(plain.text)
+    small = {
+        "fits": Budget(total=10**9),
+        "half, characters": Budget(total=chars // 2),
+        "half, UTF-8 bytes": Budget(total=nbytes // 2, count=utf8_bytes),
+    }
     met = True
+    print(f"toolnexus-soul {toolnexus.agents.__version__}, {args.rounds} interleaved rounds, medians")
     with tempfile.TemporaryDirectory(prefix="tns-budget-") as tmp:
-        dirs = make_large(Path(tmp), 4)
-        print(f"4 homes of three 3 MB files, medians of {args.rounds} interleaved rounds, µs per home")
-        for reader in ("compiled", "pure"):
-            samples: dict[str, list[float]] = {"no budget": [], "budget": []}
+        large_dirs = make_large(Path(tmp), 4)
+        for reader in readers:
             with using(reader):
-                contenders: dict[str, Callable[[str], object]] = {
-                    "no budget": compose,
-                    "budget": lambda d: compose(d, budget=budget),
-                }
-                for _ in range(args.rounds):
-                    for name, run in contenders.items():
-                        per_home_us(run, dirs)  # untimed
-                        samples[name].append(per_home_us(run, dirs))
-                soul = compose(dirs[0], budget=budget)
-            ratio = statistics.median(
-                a / b for a, b in zip(samples["no budget"], samples["budget"], strict=True)
-            )
-            ok = ratio >= TARGET
-            met &= ok
-            print(
-                f"  {reader:<9} no budget {statistics.median(samples['no budget']):9.1f}"
-                f"   Budget(total={args.total:,}) {statistics.median(samples['budget']):8.1f}"
-                f"   ratio {ratio:6.1f}  >= {TARGET:.0f}  {'met' if ok else 'MISSED'}"
-            )
-        read = ", ".join(f"{f.name} {f.size:,} B" for f in soul.files if f.size)
-        print(f"  read under the budget: {read}; the soul: {soul.used:,} characters")
+                print(f"\n{reader} reader")
+                contenders: dict[str, Callable[[str], object]] = {"plain": compose}
+                for name, budget in small.items():
+                    contenders[name] = functools.partial(compose, budget=budget)
+                samples = timed(contenders, [EXAMPLE] * 200, args.rounds)
+                print(f"  example home ({chars:,} characters)  µs      x plain  target")
+                print(f"    {'plain':<28} {statistics.median(samples['plain']):7.1f}")
+                for name, target in zip(small, (FITS, HALF_CHARS, HALF_BYTES), strict=True):
+                    times = ratio(samples, name, "plain")
+                    met &= times <= target
+                    print(
+                        f"    {name:<28} {statistics.median(samples[name]):7.1f}  {times:6.2f}  <= {target}"
+                        f"  {'met' if times <= target else 'MISSED'}"
+                    )
+                twenty = Budget(total=20_000)
+                large = timed(
+                    {"plain": compose, "budget": functools.partial(compose, budget=twenty)},
+                    large_dirs,
+                    args.rounds,
+                )
+                faster = ratio(large, "plain", "budget")
+                met &= faster >= LARGE[reader]
+                print("  three 3 MB files                   µs     x faster")
+                print(f"    {'plain':<28} {statistics.median(large['plain']):7.1f}")
+                done = "met" if faster >= LARGE[reader] else "MISSED"
+                median = statistics.median(large["budget"])
+                label = "Budget(total=20_000)"
+                print(f"    {label:<28} {median:7.1f}  {faster:6.1f}  >= {LARGE[reader]:.0f}  {done}")
+                met &= count_calls(large_dirs[0])
     return 0 if met else 1
+
+
+def count_calls(large: str) -> bool:
+    """Print the count calls of one compose under each budget; whether a fitting one keeps to its bound."""
+    plain = compose(EXAMPLE)
+    cases = [
+        ("example, fits", EXAMPLE, 10**9),
+        ("example, half", EXAMPLE, utf8_bytes(plain.text) // 2),
+        ("three 3 MB files, 20,000", large, 20_000),
+    ]
+    print("  count calls per compose (UTF-8 bytes)")
+    ok = True
+    for label, home, total in cases:
+        counted = Counted(utf8_bytes)
+        budget = Budget(total=total, count=counted)
+        counted.calls = 0  # a Budget measures "" when it is made: not the compose's
+        soul = compose(home, budget=budget)
+        cut = len(soul.cut_files if hasattr(type(soul), "cut_files") else soul.cut)  # its name before 0.3
+        files = len(soul.found) + 1
+        bound = f"<= {files} (files + 1)" if not cut else f"{counted.calls / cut:.1f} a file cut"
+        if not cut:
+            ok &= counted.calls <= files
+        print(f"    {label:<28} {counted.calls:5d}  {bound}")
+    return ok
 
 
 if __name__ == "__main__":

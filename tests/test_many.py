@@ -225,7 +225,7 @@ def test_async_wrappers_run_off_the_event_loop(tmp_path: Path, monkeypatch: pyte
         def read_excerpts(self, *args: Any) -> tuple[Excerpt, ...]:
             return reader.read_excerpts(*args)
 
-        def decode_utf8(self, data: bytes) -> str:
+        def decode_utf8(self, data: bytes | memoryview) -> str:
             return reader.decode_utf8(data)
 
     monkeypatch.setattr(_native, "reader", Recording())

@@ -83,6 +83,7 @@ def body_of(files: dict[str, bytes], cap: int) -> str:
 def test_readers_agree_on_one_file(data: bytes, cap: int) -> None:
     text, found, (read,) = compose_both({"SOUL.md": data}, cap)
     assert found == ("SOUL.md",)
+    body = body_text(data, cap).removesuffix("\n" + notice(cap))  # the body, without any notice
     assert read == (
         FileStatus.PRESENT,
         0,
@@ -92,6 +93,8 @@ def test_readers_agree_on_one_file(data: bytes, cap: int) -> None:
         True,
         len(data),
         False,
+        len(body),
+        len(body.encode()),
     )
     assert text == "## SOUL.md\n\n" + body_text(data, cap)
 

@@ -105,7 +105,7 @@ def test_the_reader_says_which_files_are_linked(
     }[policy]
     assert [read.linked for read in reads] == links
     assert reads[2].status == (FileStatus.REFUSED if policy == "refuse" else FileStatus.MISSING)
-    assert reads[7] == (FileStatus.MISSING, errno.ENOENT, 0, 0, False, True, None, False)
+    assert reads[7] == (FileStatus.MISSING, errno.ENOENT, 0, 0, False, True, None, False, 0, 0)
 
 
 def test_within_portable_fallback(reader: ReaderName, layout: Path) -> None:

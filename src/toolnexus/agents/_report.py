@@ -343,7 +343,7 @@ def file_reports(
         return _budgeted_reports(names, reads, symlinks, cuts)
     reports = []
     for name, read in zip(names, reads, strict=True):
-        status, err, _, nread, truncated, stable, size_on_disk, _ = read
+        status, err, _, nread, truncated, stable, size_on_disk, _, _, _ = read
         if status is _PRESENT:
             report = _new_report(
                 FileReport,

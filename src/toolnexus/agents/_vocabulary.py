@@ -69,6 +69,10 @@ class FileRead(NamedTuple):
     # be made through another name than this one (what a notified cache
     # must watch on its own).
     linked: bool = False
+    # compose_homes: the body's characters and UTF-8 bytes, as the soul holds
+    # it (cut, trimmed, decoded; no notice). 0 when absent, and in read_excerpts.
+    body_chars: int = 0
+    body_bytes: int = 0
 
 
 class Excerpt(NamedTuple):

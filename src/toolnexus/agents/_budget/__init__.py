@@ -3,14 +3,16 @@
 ``compose_budgeted`` composes one home under ``options.budget`` as
 docs/format.md section 12 lays down:
 
-1. it asks the reader which files are there and how long (no bytes read);
-2. it reads each file whole, or, when the file is long for what the budget
-   could keep, only its start and end (``_reading``), reading more of a
-   file until what it read settles every question the budget asks of it;
-3. a soul the budget holds is the soul without a budget (law 1);
-4. otherwise it decides how many files the soul holds (law 3), which are
-   cut, and what each cut file may keep (``_shares``, law 2);
-5. it cuts each at line boundaries (``_cuts``, law 4), keeping its start and
+1. it composes the home plainly, each file capped at what the budget could
+   keep whole (``_first``): when that soul is whole and the budget holds
+   it, it is the answer (law 1), at the cost of a plain compose;
+2. otherwise the files that read cut apart into bodies, and it reads the
+   longer ones whole, or, when a file is long for what the budget could
+   keep, only its start and end (``_reading``), reading more of a file until
+   what it read settles every question the budget asks of it;
+3. it decides how many files the soul holds (law 3), which are cut, and what
+   each cut file may keep (``_shares``, law 2);
+4. it cuts each at line boundaries (``_cuts``, law 4), keeping its start and
    end around one marker line, and measures the soul; a count that does not
    add up has its total lowered until the soul fits (law 6).
 
@@ -23,8 +25,9 @@ from collections.abc import Sequence
 from typing import Final
 
 from .._options import Budget, Options
-from .._vocabulary import Composed, Cut
+from .._vocabulary import Composed, Cut, FileStatus
 from ._cuts import render
+from ._first import first_read, texts, unchanged, whole_bodies
 from ._reading import UNLIMITED, Body, Reading, bytes_per_unit
 from ._shares import Measures, Plan, plan, waterfill
 
@@ -33,6 +36,7 @@ __all__ = ["compose_budgeted"]
 # Passes of sharing with a lowered total, for a count that does not add up,
 # before the soul falls back to the least each file can take (which fits).
 _LOWERINGS: Final = 8
+_PRESENT: Final = FileStatus.PRESENT
 
 
 def _unchanged(bodies: Sequence[Body], measures: Measures) -> str | None:
@@ -58,19 +62,31 @@ def compose_budgeted(home: bytes, options: Options) -> Composed:
     budget = options.budget
     assert budget is not None
     measures = Measures(budget, options)
-    reading = Reading(home, options, lambda lengths: _reach(lengths, budget))
+    first = first_read(home, options)
+    done, measured = unchanged(first, options, budget)
+    if done is not None:
+        return done
+    whole = whole_bodies(first, options, texts(first, options), measured, budget)
+    if all(read[0] is not _PRESENT or index in whole for index, read in enumerate(first.reads)):
+        # Every file read whole by the first read, and the soul not held: nothing more to read.
+        bodies = [whole[index] for index in sorted(whole)]
+        text, found, cuts, used = _fitted(bodies, measures)
+        return Composed(text, found, first.reads, cuts, used)
+    reading = Reading(home, options, lambda lengths: _reach(lengths, budget), first, whole)
     while True:  # read on until what was read settles the laws
         bodies = reading.bodies
-        text = _unchanged(bodies, measures)
-        if text is not None:  # law 1: every file whole
-            whole = {body.index: Cut(False, body.measure, 0, body.nbytes, 0) for body in bodies}
-            found = tuple(body.name for body in bodies)
+        held = _unchanged(bodies, measures)
+        if held is not None:  # law 1: every file whole
+            kept = {body.index: Cut(False, body.measure, 0, body.nbytes, 0) for body in bodies}
+            names = tuple(body.name for body in bodies)
             reads = tuple(reading.reads)
-            return Composed(text, found, reads, _per_name(whole, len(reads)), budget.measure(text))
+            return Composed(held, names, reads, _per_name(kept, len(reads)), budget.measure(held))
+        if all(body.whole for body in bodies):
+            break  # nothing more to read
         wanted = _unsettled(bodies, plan(bodies, measures), measures)
         if not wanted or not reading.more(wanted):
             break
-    text, found, cuts, used = _fitted(bodies, measures)
+    text, found, cuts, used = _fitted(reading.bodies, measures)
     return Composed(text, found, tuple(reading.reads), cuts, used)
 
 

@@ -1,13 +1,15 @@
 """What a budget reads of each file: all of it, or its start and end, as the budget needs.
 
-A ``Reading`` first asks the reader which files are there and how long (no
-bytes read), then reads each file whole when it is short for what the
-budget could keep (a file no longer than the cap is read whole once its
-windows would cover half of it), and otherwise only a window at its start
-and one at its end. Each file becomes a ``Body``: its trimmed, decoded text,
-or the start and end of it that were read. The budget says which bodies it
-cannot settle from what was read (``Reading.more``); their windows grow
-fourfold, up to the cap, and they are read again.
+A ``Reading`` starts from a first, plain read of the home with a small cap
+(``compose_budgeted`` makes it): the files it read whole are bodies already,
+and it says which files are there and how long. The longer ones it reads
+whole when they are short for what the budget could keep (a file no longer
+than the cap is read whole once its windows would cover half of it), and
+otherwise only a window at its start and one at its end. Each file becomes
+a ``Body``: its trimmed, decoded text, or the start and end of it that were
+read. The budget says which bodies it cannot settle from what was read
+(``Reading.more``); their windows grow fourfold, up to the cap, and they
+are read again.
 """
 
 from __future__ import annotations
@@ -19,10 +21,10 @@ from typing import Final
 from .. import _native
 from .._format import BOM
 from .._options import Budget, Options
-from .._vocabulary import Excerpt, FileRead, FileStatus
+from .._vocabulary import Composed, Excerpt, FileRead, FileStatus
 from ._bodies import body_bounds, boundary, char_start, trim_end, trim_start, utf8_length
 
-__all__ = ["UNLIMITED", "Body", "Reading", "bytes_per_unit"]
+__all__ = ["UNLIMITED", "Body", "Reading", "bytes_per_unit", "whole_body"]
 
 UNLIMITED: Final = 2**62  # units: no limit
 # Bytes per unit when sizing what to read: 4 bounds a character in UTF-8;
@@ -61,10 +63,23 @@ class Body:
     head_measure: int  # of text
     tail_measure: int  # of tail
     maxed: bool = False  # read in part as far as the cap allows: it keeps at most what was read
+    marker: int = -1  # the measure of its whole marker, once ``Measures`` has taken it
 
 
-def _decode(data: bytes, start: int, end: int) -> str:
-    return str(memoryview(data)[start:end], "utf-8", "replace")
+def _decode(data: bytes, start: int, end: int) -> tuple[str, int]:
+    """``data[start:end]`` decoded as the format says, and the UTF-8 bytes of the text."""
+    text = _native.reader.decode_utf8(memoryview(data)[start:end])
+    # Ill-formed bytes become U+FFFD: without one, the bytes are the text's own.
+    return text, utf8_length(text) if "\ufffd" in text else end - start
+
+
+def whole_body(index: int, name: str, read: FileRead, text: str, measure: int) -> Body:
+    """The ``Body`` of a file the reader composed whole: ``text``, measuring ``measure``."""
+    nbytes = read.body_bytes
+    return Body(
+        index=index, name=name, read=read, whole=True, over_cap=False, text=text, tail="", nbytes=nbytes,
+        start_known=True, end_known=True, measure=measure, head_measure=measure, tail_measure=0,
+    )  # fmt: skip
 
 
 def _body(index: int, name: str, excerpt: Excerpt, cap: int, budget: Budget) -> Body:
@@ -74,11 +89,11 @@ def _body(index: int, name: str, excerpt: Excerpt, cap: int, budget: Budget) -> 
         if last:
             data += last
         start, end = body_bounds(data, len(data))
-        text = _decode(data, start, end)
+        text, nbytes = _decode(data, start, end)
         measure = budget.measure(text)
         return Body(
             index=index, name=name, read=excerpt.read, whole=True, over_cap=length > cap and bool(text),
-            text=text, tail="", nbytes=utf8_length(text), start_known=True, end_known=True, measure=measure,
+            text=text, tail="", nbytes=nbytes, start_known=True, end_known=True, measure=measure,
             head_measure=measure, tail_measure=0,
         )  # fmt: skip
     # Read in part. The start's last byte read is the first one left out,
@@ -89,8 +104,8 @@ def _body(index: int, name: str, excerpt: Excerpt, cap: int, budget: Budget) -> 
     start = trim_start(data, 3 if stop >= 3 and data.startswith(BOM) else 0, stop)
     begin = char_start(last)
     end = trim_end(last, begin, len(last))
-    text = _decode(data, start, stop) if start < stop else ""
-    tail = _decode(last, begin, end) if begin < end else ""
+    text, text_bytes = _decode(data, start, stop) if start < stop else ("", 0)
+    tail, tail_bytes = _decode(last, begin, end) if begin < end else ("", 0)
     # The body's bytes: those of the two texts, and the file's own between
     # them (counted from the end of the start read, and to the start of the
     # end read: more than the body's when one of its ends was not found).
@@ -101,7 +116,7 @@ def _body(index: int, name: str, excerpt: Excerpt, cap: int, budget: Budget) -> 
     measure = max(head_measure + tail_measure - (budget.count is not None), 0)
     return Body(
         index=index, name=name, read=excerpt.read, whole=False, over_cap=length > cap, text=text, tail=tail,
-        nbytes=utf8_length(text) + gap + utf8_length(tail), start_known=start < stop, end_known=begin < end,
+        nbytes=text_bytes + gap + tail_bytes, start_known=start < stop, end_known=begin < end,
         measure=measure, head_measure=head_measure, tail_measure=tail_measure,
     )  # fmt: skip
 
@@ -156,25 +171,38 @@ def _first_windows(
 class Reading:
     """The bodies of one home's present files, read as far as the budget asks.
 
-    Made with one pass that asks only which files are there and how long,
-    then a first read with windows sized by ``reach`` (from the present
-    files' lengths, the most units one file could keep). ``more`` reads
-    further where the budget could not settle the laws from what was read.
+    Made from ``first``, a plain read of the home with a small cap, and
+    ``whole``, the bodies of the files it read whole (by their place among
+    the names, with their measures). The other present files are read with
+    windows sized by ``reach`` (from the present files' lengths, the most
+    units one file could keep). ``more`` reads further where the budget
+    could not settle the laws from what was read.
     """
 
-    def __init__(self, home: bytes, options: Options, reach: Callable[[list[int]], int]) -> None:
+    def __init__(
+        self,
+        home: bytes,
+        options: Options,
+        reach: Callable[[list[int]], int],
+        first: Composed,
+        whole: dict[int, Body],
+    ) -> None:
         budget = options.budget
         assert budget is not None
         self._home, self._options, self._budget = home, options, budget
-        everything = range(len(options.names))
-        sizes = self._read(everything, [(0, 0)] * len(options.names))  # no bytes: lengths
-        self.reads = [excerpt.read for excerpt in sizes]
-        self._lengths = [e.length if e.read.status == FileStatus.PRESENT else None for e in sizes]
+        self.reads = list(first.reads)
+        self._lengths: list[int | None] = [
+            None if read.status is not FileStatus.PRESENT
+            else max(read.size_on_disk or 0, read.bytes_read) if read.truncated else read.bytes_read
+            for read in first.reads
+        ]  # fmt: skip
         most = reach([length for length in self._lengths if length is not None])
         self._windows = _first_windows(self._lengths, budget, options.cap, most)
-        self._bodies: dict[int, Body] = {}
+        for index in whole:
+            self._windows[index] = WHOLE
+        self._bodies: dict[int, Body] = dict(whole)
         self._passes = 0
-        self._read_again([i for i in everything if self._lengths[i] is not None])
+        self._read_again([i for i, n in enumerate(self._lengths) if n is not None and i not in whole])
 
     @property
     def bodies(self) -> list[Body]:

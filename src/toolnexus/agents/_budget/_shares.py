@@ -8,6 +8,7 @@ left, by water-filling (max-min), the largest files cut first (law 2).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -33,7 +34,7 @@ def waterfill(demands: Sequence[int], available: int) -> list[int]:
         return list(demands)
     shares = [0] * len(demands)
     left = available
-    unmet = sorted(range(len(demands)), key=lambda i: demands[i])
+    unmet = sorted(range(len(demands)), key=demands.__getitem__)
     while unmet and demands[unmet[0]] <= left // len(unmet):
         index = unmet.pop(0)
         shares[index] = demands[index]
@@ -60,9 +61,15 @@ class Measures:
         self._seen: dict[str, int] = {}
         self._markers: dict[tuple[str, int], str] = {}
         self.names = options.names
-        self.newline = self.of("\n")  # what a line break around a marker costs
+
+    @functools.cached_property
+    def newline(self) -> int:
+        """What a line break around a marker costs (measured when first asked)."""
+        return self.of("\n")
 
     def of(self, text: str) -> int:
+        if self.budget.count is None:
+            return len(text)  # as cheap as the look-up
         units = self._seen.get(text)
         if units is None:
             units = self._seen[text] = self.budget.measure(text)
@@ -80,8 +87,10 @@ class Measures:
         return text
 
     def marker_all(self, body: Body) -> int:
-        """The measure of ``whole_marker(body)``."""
-        return self.of(self.whole_marker(body))
+        """The measure of ``whole_marker(body)`` (kept on the body: a plan asks for it often)."""
+        if body.marker < 0:
+            body.marker = self.of(self.whole_marker(body))
+        return body.marker
 
     def must_cut(self, body: Body) -> bool:
         """Cut whatever the total: over the cap, or longer than ``per_file``."""
@@ -92,23 +101,26 @@ class Measures:
         """Would cutting it to its marker shorten the soul?"""
         return not body.whole or body.measure > self.marker_all(body)
 
+    def cut_at_least(self, body: Body) -> bool:
+        """Is the least ``body`` can take its whole marker (it must be cut, or cutting it is shorter)?"""
+        return self.must_cut(body) or self.worth_cutting(body)
+
     def least(self, body: Body) -> str:
         """The least ``body`` can take: its whole marker, or itself if it is not to be cut."""
-        if self.must_cut(body) or self.worth_cutting(body):
-            return self.whole_marker(body)
-        return body.text
+        return self.whole_marker(body) if self.cut_at_least(body) else body.text
 
 
 def _included(bodies: Sequence[Body], measures: Measures, total: int) -> int:
     """How many files the soul holds (law 3): the most whose least forms, as one soul, fit the total."""
-    least = [measures.heading(body, position) + measures.least(body) for position, body in enumerate(bodies)]
     if measures.budget.count is None:  # characters add up: no soul to build
         used = 0
-        for position, text in enumerate(least):
-            used += len(text)
+        for position, body in enumerate(bodies):
+            units = measures.marker_all(body) if measures.cut_at_least(body) else body.measure
+            used += measures.of(measures.heading(body, position)) + units
             if used > total:
                 return position
         return len(bodies)
+    least = [measures.heading(body, position) + measures.least(body) for position, body in enumerate(bodies)]
     low, high = 0, len(bodies)  # the largest count that fits, by bisection
     while low < high:
         middle = (low + high + 1) // 2
@@ -147,10 +159,11 @@ def plan(bodies: Sequence[Body], measures: Measures, reserve: int = 0) -> Plan:
         )
     holds = _included(bodies, measures, total)
     chosen = bodies[:holds]
-    cost = sum(measures.of(measures.heading(body, position)) for position, body in enumerate(chosen))
+    cost = 0
     cut: list[int] = []
     candidates: list[int] = []
     for position, body in enumerate(chosen):
+        cost += measures.of(measures.heading(body, position))
         if measures.must_cut(body):
             cut.append(position)
             cost += measures.marker_all(body)
@@ -159,6 +172,7 @@ def plan(bodies: Sequence[Body], measures: Measures, reserve: int = 0) -> Plan:
             if measures.worth_cutting(body):
                 candidates.append(position)
     candidates.sort(key=lambda p: (-chosen[p].measure, -p))
+    demand = {position: _demand(chosen[position], measures) for position in (*cut, *candidates)}
     limit = total - reserve
     fewest: Plan | None = None
     for more in range(len(candidates) + 1):
@@ -169,12 +183,17 @@ def plan(bodies: Sequence[Body], measures: Measures, reserve: int = 0) -> Plan:
         if cost > limit:
             continue
         order = sorted(cut)
-        demands = [_demand(chosen[p], measures) for p in order]
+        demands = [demand[position] for position in order]
         shares = waterfill(demands, limit - cost)
         found = Plan(holds, dict(zip(order, shares, strict=True)))
         fewest = fewest or found
-        level = min((s for s, d in zip(shares, demands, strict=True) if s < d), default=UNLIMITED)
-        if more == len(candidates) or chosen[candidates[more]].measure <= level:
+        if more == len(candidates):
+            return found
+        level = UNLIMITED
+        for share, wanted in zip(shares, demands, strict=True):
+            if share < wanted and share < level:
+                level = share
+        if chosen[candidates[more]].measure <= level:
             return found  # max-min: every file kept whole fits under the share of those cut
     # Markers take so much of a small total that no share has every file kept
     # whole under it: the fewest largest files that fit, or else the least of

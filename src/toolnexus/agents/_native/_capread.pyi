@@ -14,5 +14,5 @@ def read_excerpts(
 ) -> tuple[Excerpt, ...]:
     """Read at most the first ``head + tail + 1`` and the last ``tail`` bytes of each of ``names``."""
 
-def decode_utf8(data: bytes) -> str:
+def decode_utf8(data: bytes | memoryview) -> str:
     """``data`` decoded as UTF-8, with U+FFFD for what is ill-formed, as ``bytes.decode`` does."""

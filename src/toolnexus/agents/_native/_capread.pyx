@@ -126,6 +126,7 @@ cdef struct Outcome:
     size_t body_len
     bint well_formed  # if so, utf8 says what it decodes to
     tnx_text utf8
+    size_t text_bytes  # the body's UTF-8 bytes once decoded (body_len, when it is well formed)
     # Set with the GIL when the body is not well formed: CPython's decoding of it
     # (a str the batch keeps alive).
     bint decoded
@@ -660,11 +661,13 @@ cdef size_t _size_soul(Outcome *outs, Py_ssize_t nnames, _Heads heads, const cha
         if out.well_formed:
             length += out.utf8.nchars
             maxchar[0] = max(maxchar[0], out.utf8.maxchar)
+            out.text_bytes = out.body_len
         else:
             decoded = PyUnicode_DecodeUTF8(arena + out.body, <Py_ssize_t>out.body_len, "replace")
             keep.append(decoded)
             out.decoded = True
             out.text = _chars(decoded)
+            out.text_bytes = len((<str>decoded).encode("utf-8"))  # U+FFFD takes three
             length += out.text.length
             maxchar[0] = max(maxchar[0], out.text.maxchar)
         if out.truncated:
@@ -708,7 +711,7 @@ cdef inline void _put(object read, Py_ssize_t index, object value):
 
 
 cdef object _file_read(int status, int err, int kind, size_t nread, bint truncated, bint stable,
-                       long long size_on_disk, bint linked):
+                       long long size_on_disk, bint linked, size_t body_chars=0, size_t body_bytes=0):
     """A ``FileRead``, built in place: one allocation, no temporary tuple."""
     cdef object read = PyType_GenericAlloc(_FILE_READ, FILE_READ_FIELDS)
     cdef object count = nread
@@ -721,6 +724,10 @@ cdef object _file_read(int status, int err, int kind, size_t nread, bint truncat
     # A file read whole read its size: one int for both (an allocation saved per file).
     _put(read, 6, None if size_on_disk < 0 else count if <long long>nread == size_on_disk else size_on_disk)
     _put(read, 7, linked)
+    # A body of ASCII has as many bytes as characters: one int for both.
+    cdef object chars = body_chars
+    _put(read, 8, chars)
+    _put(read, 9, chars if body_bytes == body_chars else body_bytes)
     return read
 
 
@@ -735,7 +742,9 @@ cdef object _composed(object soul, Outcome *outs, Py_ssize_t nnames, _Heads head
         out = &outs[i]
         if out.status == PRESENT:
             _put(reads, i, _file_read(PRESENT, 0, out.kind, out.nread, out.truncated, out.stable,
-                                      out.size_on_disk, out.linked))
+                                      out.size_on_disk, out.linked,
+                                      out.utf8.nchars if out.well_formed else out.text.length,
+                                      out.text_bytes))
             present += 1
         elif out.status == MISSING and out.err == ENOENT and not out.linked:
             _put(reads, i, _MISSING_ENOENT)
@@ -763,7 +772,7 @@ cdef object _composed(object soul, Outcome *outs, Py_ssize_t nnames, _Heads head
 # The result types, built in place at these arities (the module keeps the types alive),
 # and FileStatus by code: checked here, at import, against _vocabulary.
 cdef enum:
-    FILE_READ_FIELDS = 8
+    FILE_READ_FIELDS = 10
     COMPOSED_FIELDS = 5
 cdef PyTypeObject *_FILE_READ = <PyTypeObject *>FileRead
 cdef PyTypeObject *_COMPOSED = <PyTypeObject *>Composed
@@ -775,7 +784,7 @@ if (len(FileRead._fields) != FILE_READ_FIELDS or len(Composed._fields) != COMPOS
         != ["follow", "within", "refuse", "within-portable"]):
     raise ImportError("_capread's result arities, status or policy codes differ from _vocabulary's")
 # The most common result of all, shared instead of built per call.
-_MISSING_ENOENT = FileRead(FileStatus.MISSING, ENOENT, 0, 0, False, True, None, False)
+_MISSING_ENOENT = FileRead(FileStatus.MISSING, ENOENT, 0, 0, False, True, None, False, 0, 0)
 
 
 cdef int _policy(object symlinks) except -1:
@@ -999,7 +1008,8 @@ _MISSING_EXCERPT = Excerpt(_MISSING_ENOENT, 0, None, None)
 def decode_utf8(const unsigned char[::1] data):
     """``data`` decoded as UTF-8, with U+FFFD for what is ill-formed, as ``bytes.decode`` does.
 
-    The decoder the readers use, on its own: for tests and benchmarks.
+    The decoder the readers use, on its own: the budget decodes with it what it
+    reads of a file in part.
     """
     cdef size_t n = data.shape[0]
     cdef tnx_text utf8

@@ -185,7 +185,7 @@ _S_IFREG = stat.S_IFREG
 # for every file is looked up once, here.
 _PRESENT = FileStatus.PRESENT
 # The most common result of all, shared instead of built per name.
-_MISSING_ENOENT = FileRead(FileStatus.MISSING, errno.ENOENT, 0, 0, False, True, None, False)
+_MISSING_ENOENT = FileRead(FileStatus.MISSING, errno.ENOENT, 0, 0, False, True, None, False, 0, 0)
 
 
 def _open_home(home: bytes) -> int | FileRead:
@@ -265,12 +265,15 @@ def _compose_home(home: bytes, names: Sequence[bytes], cap: int, symlinks: str, 
     try:
         for index, name in enumerate(names):
             read, data, _, _ = _read_name(dirfd, home, name, symlinks, cap + 1, 0, cap + 1)
-            reads.append(read)
             if data is None:
+                reads.append(read)
                 continue
+            body = body_text(data, cap)
+            nbytes = len(body) if body.isascii() else len(body.encode("utf-8"))
+            reads.append(read._replace(body_chars=len(body), body_bytes=nbytes))
             found.append(layout.files[index])
             pieces.append(layout.nexts[index] if pieces else layout.firsts[index])
-            pieces.append(body_text(data, cap))
+            pieces.append(body)
             if read.truncated:
                 pieces.append(layout.notice)
             del data  # now, so that the next file's read can have its memory
@@ -365,9 +368,10 @@ def read_excerpts(
     return tuple(excerpts)
 
 
-def decode_utf8(data: bytes) -> str:
+def decode_utf8(data: bytes | memoryview) -> str:
     """``data`` decoded as UTF-8, with U+FFFD for what is ill-formed, as ``bytes.decode`` does.
 
-    The decoder the readers use, on its own: for tests and benchmarks.
+    The decoder the readers use, on its own: the budget decodes with it what it
+    reads of a file in part.
     """
     return str(data, "utf-8", "replace")
