@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib
 import os
 import shutil
 import statistics
@@ -39,7 +40,13 @@ import time
 from pathlib import Path
 
 from scenarios import per_home_us
-from toolnexus.agents import SoulCache, _native, compose
+from toolnexus.agents import SoulCache, compose
+
+try:
+    selector = importlib.import_module("toolnexus.agents._native")
+except ImportError:  # 0.2: the selector was _reader
+    selector = importlib.import_module("toolnexus.agents._reader")
+notifier = selector.notifier
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "aster"
 TARGET_WATCHES = 1.5
@@ -78,7 +85,6 @@ def kernel_watches() -> int:
 
 def notify_floor(dirs: list[str]) -> float:
     """µs per home of a watch of its directory, a statfs, and its compose: no cache, no bookkeeping."""
-    notifier = _native.notifier
     assert notifier is not None
     fd = notifier.open_queue()
     mask = 0x2 | 0x4 | 0x8 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800 | 0x1000000 | 0x2000000 | 0x20000000

@@ -166,6 +166,7 @@ class Ways:
         self._notifier = notifier
         self._fd = fd
         self._known: dict[bytes, int] = {}  # real directory path -> its wd
+        self._known_wds: set[int] = set()  # the values of _known: a sweep asks of a few, not of all
         self._ways: dict[bytes, tuple[tuple[Registration, ...], bytes | None]] = {}  # parent -> way, real
         self.made: set[int] = set()  # every watch the last call asked the kernel for
         self._names: dict[tuple[bytes, ...], frozenset[bytes]] = {}
@@ -225,6 +226,7 @@ class Ways:
     def clear(self) -> None:
         """Forget the watches and ways kept: resolve everything afresh."""
         self._known.clear()
+        self._known_wds.clear()
         self._ways.clear()
 
     def remove(self, wds: Iterable[int]) -> bool:
@@ -232,7 +234,7 @@ class Ways:
         gone = set(wds)
         for wd in gone:
             self._notifier.remove_watch(self._fd, wd)
-        return not gone.isdisjoint(self._known.values())
+        return not gone.isdisjoint(self._known_wds)
 
     def _way(self, parent: bytes) -> tuple[tuple[Registration, ...], bytes | None]:
         """The way to the directory ``parent``, and where it really is (None: not there); kept."""
@@ -290,6 +292,7 @@ class Ways:
         wd = self._known.get(path)
         if wd is None:
             wd = self._known[path] = self._add_watch(path, PATH_MASK)
+            self._known_wds.add(wd)
         return wd
 
     def _home_dir(self, path: bytes, entries: list[Registration]) -> tuple[bytes, int] | None:
