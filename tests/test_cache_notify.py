@@ -20,7 +20,15 @@ from pathlib import Path
 import pytest
 
 from conftest import Writer, fork, is_root, make_homes
-from toolnexus.agents import CacheStats, NotificationError, SoulCache, _native, acompose, compose_many
+from toolnexus.agents import (
+    CacheStats,
+    NotificationError,
+    SoulCache,
+    SymlinkPolicy,
+    _native,
+    acompose,
+    compose_many,
+)
 
 if not sys.platform.startswith("linux"):
     pytest.skip("inotify is Linux's", allow_module_level=True)
@@ -421,6 +429,40 @@ def test_a_home_replaced_while_it_is_watched(
         (home / "SOUL.md").write_text("edited again")  # watched now, and cached
         assert cache.compose(home).text == "## SOUL.md\n\nedited again"
         assert cache.stats.notified == 1
+
+
+@pytest.mark.parametrize("symlinks", ["follow", "within"])
+def test_a_symlink_loop_is_a_file_left_out_and_watched(
+    home: Path, write: Writer, cache: SoulCache, symlinks: SymlinkPolicy
+) -> None:
+    # A loop is unreadable (ELOOP), as compose says, not a home the cache cannot watch.
+    write("AGENTS.md", "Cite sources.")
+    os.symlink("SOUL.md", home / "SOUL.md")
+    os.symlink("USER.md", home / "IDENTITY.md")
+    os.symlink("IDENTITY.md", home / "USER.md")
+    assert cache.compose(home, symlinks=symlinks).text == "## AGENTS.md\n\nCite sources."
+    assert cache.stats.notified == 1
+    os.unlink(home / "USER.md")  # the two-link loop undone: IDENTITY.md now dangles
+    write("USER.md", "Ada.")
+    assert (
+        cache.compose(home, symlinks=symlinks).text
+        == "## AGENTS.md\n\nCite sources.\n\n## IDENTITY.md\n\nAda.\n\n## USER.md\n\nAda."
+    )
+    (home / "SOUL.md").unlink()
+    write("SOUL.md", "Kind.")
+    assert cache.compose(home, symlinks=symlinks).text == (
+        "## AGENTS.md\n\nCite sources.\n\n## SOUL.md\n\nKind.\n\n## IDENTITY.md\n\nAda.\n\n## USER.md\n\nAda."
+    )
+
+
+def test_a_home_that_is_a_symlink_loop_composes_empty(tmp_path: Path, cache: SoulCache) -> None:
+    home = tmp_path / "loop"
+    os.symlink("loop", home)
+    assert cache.compose(home).text == ""
+    home.unlink()
+    home.mkdir()
+    (home / "SOUL.md").write_text("Kind.")
+    assert cache.compose(home).text == "## SOUL.md\n\nKind."
 
 
 def test_no_queue_to_be_had_says_why(home: Path, write: Writer, monkeypatch: pytest.MonkeyPatch) -> None:

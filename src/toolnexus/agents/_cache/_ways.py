@@ -254,7 +254,7 @@ class Ways:
         a symlink's target is followed (at most 40), its way watched too.
         Returns the real path (no symlink in it) of the end, a directory or
         not; None if something on the way is not there (the last directory
-        watched sees it appear).
+        watched sees it appear), or the links loop.
         """
         current = b"/" if path[:1] == b"/" else start
         parts = _parts(path)
@@ -273,8 +273,8 @@ class Ways:
                 return None
             if stat.S_ISLNK(st.st_mode):
                 links += 1
-                if links > _MAX_LINKS:
-                    raise Unwatchable(f"more than {_MAX_LINKS} symlinks on the way to {os.fsdecode(path)!r}")
+                if links > _MAX_LINKS:  # a loop, as the kernel sees it: opened, it is ELOOP
+                    return None  # every link of it is on the way, watched: undoing one is seen
                 target = os.readlink(step)
                 parts = _parts(target) + parts
                 if target[:1] == b"/":
