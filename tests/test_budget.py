@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,12 +18,14 @@ from toolnexus.agents import (
     FileReport,
     FileStatus,
     SoulCache,
+    _native,
     acompose,
     acompose_soul,
     compose,
     compose_many,
     compose_soul,
 )
+from toolnexus.agents._vocabulary import Excerpt
 from toolnexus.agents.cli import main, utf8_bytes
 
 Capture = pytest.CaptureFixture[str]
@@ -759,3 +763,55 @@ def test_a_share_gives_the_end_a_quarter_rounded_down(home: Path) -> None:
     marker = "[... 255 bytes of SOUL.md left out ...]"
     soul = compose(home, budget=Budget(total=len("## SOUL.md\n\n") + len(marker) + 47))
     assert soul.text == f"## SOUL.md\n\n{body[:35]}\n{marker}\n{body[-10:]}"
+
+
+@pytest.mark.parametrize("total", [10, 11])
+def test_a_soul_that_fits_a_count_whose_pieces_add_up_to_more_is_unchanged(
+    home: Path, write: Writer, total: int
+) -> None:
+    # Headings and bodies measured apart count 11 lines, the soul 10 (a joint
+    # ends no line of its own): law 1 reads MEMORY.md whole, and keeps it.
+    write("SOUL.md", "a\nb")
+    write("MEMORY.md", "x\n" + "y" * 20_000 + "\nz")
+    plain = compose(home)
+    assert lines(plain.text) == 10
+    soul = compose(home, budget=Budget(total=total, count=lines))
+    assert soul.text == plain.text
+    assert soul.text == "## SOUL.md\n\na\nb\n\n## MEMORY.md\n\nx\n" + "y" * 20_000 + "\nz"
+    assert (soul.cut_files, soul.used) == ((), 10)
+
+
+def reads_of(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The bytes each read of a budget's windows takes (after its first read, a plain compose)."""
+    reader, sizes = _native.reader, list[int]()
+
+    class Counting:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(reader, name)
+
+        def read_excerpts(self, *args: Any) -> tuple[Excerpt, ...]:
+            excerpts = reader.read_excerpts(*args)
+            sizes.extend(len(e.head or b"") + len(e.tail or b"") for e in excerpts)
+            return excerpts
+
+    monkeypatch.setattr(_native, "reader", Counting())
+    return sizes
+
+
+@pytest.mark.parametrize(
+    ("size", "total", "text"),
+    [
+        (3_000_000, 285, "## MEMORY.md\n\n- a note\n[... 1,951,416 bytes of MEMORY.md left out ...]"),
+        (17_000, 40, "## MEMORY.md\n\n- a note"),
+    ],
+)
+def test_a_file_that_ends_in_white_space_is_read_in_growing_reads(
+    home: Path, write: Writer, monkeypatch: pytest.MonkeyPatch, size: int, total: int, text: str
+) -> None:
+    # Its body's end is found only by reading back past the White_Space.
+    write("MEMORY.md", "- a note\n" + " " * (size - 9))
+    sizes = reads_of(monkeypatch)
+    assert compose(home, budget=Budget(total=total)).text == text
+    assert all(later >= 4 * earlier or later == size for earlier, later in itertools.pairwise(sizes))
+    assert sum(sizes) < 2.5 * sizes[-1]
+    assert sizes[-1] <= 2**21 + 1

@@ -144,6 +144,24 @@ def _per_name(cuts: dict[int, Cut], count: int) -> tuple[Cut | None, ...]:
     return tuple(cuts.get(index) for index in range(count))
 
 
+def _might_hold(bodies: Sequence[Body], measures: Measures) -> bool:
+    """Could the budget hold the soul composed without it (law 1), for all that was read tells?
+
+    Only with no file over the cap, and every body within ``per_file`` as
+    far as it was measured. Headings and bodies measured apart add up to
+    the soul for characters; for another count each joint may count one
+    unit twice (a line, a word), so the soul may measure that much less.
+    """
+    budget = measures.budget
+    if budget.total is None or any(body.over_cap for body in bodies):
+        return False
+    if budget.per_file is not None and any(body.measure > budget.per_file for body in bodies):
+        return False
+    units = sum(measures.of(measures.heading(body, p)) + body.measure for p, body in enumerate(bodies))
+    joints = 0 if budget.count is None else 2 * len(bodies) - 1
+    return units - joints <= budget.total
+
+
 def _unsettled(bodies: Sequence[Body], chosen: Plan, measures: Measures) -> dict[int, tuple[bool, bool]]:
     """Which bodies read in part must be read further, at their start and at their end.
 
@@ -154,6 +172,10 @@ def _unsettled(bodies: Sequence[Body], chosen: Plan, measures: Measures) -> dict
     rightly, and in the right order), and what was read of each end holds
     more than that end may keep.
     """
+    if _might_hold(bodies, measures):  # law 1 asks for the whole soul: read every body whole
+        whole = {p: (True, True) for p, body in enumerate(bodies) if not body.whole and not body.maxed}
+        if whole:
+            return whole
     budget = measures.budget
     kept_whole = [
         body.measure

@@ -150,6 +150,34 @@ def _fit(start: int, end: int, length: int, cap: int, budget: Budget) -> tuple[i
     return start, end
 
 
+def _size(window: tuple[int, int], length: int, cap: int) -> int:
+    """The bytes a read of ``window`` takes of a file of ``length``."""
+    if window == WHOLE:
+        return min(length, cap + 1)
+    head, tail = _reader_window(window, cap)
+    return head + 2 * tail + 1
+
+
+def _grow(window: tuple[int, int], head: bool, tail: bool, cap: int) -> tuple[int, int]:
+    """``window`` grown at its start, its end or both, each at least fourfold, and the read with them.
+
+    The read as a whole grows fourfold too (one end may grow alone): so the
+    reads of a file add up to less than four thirds of the last.
+    """
+    if not (head or tail):
+        return window
+    start, end = window
+    least = _GROW * _size(window, 0, cap)
+    start = max(start * _GROW, _MIN_WINDOW) if head else start
+    end = max(end * _GROW, _MIN_WINDOW) if tail else end
+    while _size((start, end), 0, cap) < least:
+        if head:
+            start *= 2
+        if tail:
+            end *= 2
+    return start, end
+
+
 def bytes_per_unit(budget: Budget) -> int:
     """Bytes a unit of the budget's count takes, to size what to read: exact for characters, a guess else."""
     return _BYTES_PER_CHAR if budget.count is None else _BYTES_PER_UNIT_GUESS
@@ -218,17 +246,13 @@ class Reading:
         bodies = self.bodies
         todo: list[int] = []
         changed = False
+        cap = self._options.cap
         for position, (head, tail) in wanted.items():
             body = bodies[position]
             old = self._windows[body.index]
-            grown = old if old == WHOLE else _fit(
-                max(old[0] * _GROW, _MIN_WINDOW) if head else old[0],
-                max(old[1] * _GROW, _MIN_WINDOW) if tail else old[1],
-                self._lengths[body.index] or 0,
-                self._options.cap,
-                self._budget,
-            )  # fmt: skip
-            if grown == old or self._passes >= _MAX_PASSES:
+            length = self._lengths[body.index] or 0
+            grown = old if old == WHOLE else _fit(*_grow(old, head, tail, cap), length, cap, self._budget)
+            if _size(grown, length, cap) <= _size(old, length, cap) or self._passes >= _MAX_PASSES:
                 # As far as the cap allows (or as far as it is worth going):
                 # what was read is all it can keep.
                 changed = changed or not body.maxed
