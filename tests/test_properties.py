@@ -162,6 +162,18 @@ def test_pure_reader_trims_bytes_as_the_format_trims_text(
     assert _format.body_text(data, cap) + cut == body_text(data, cap)
 
 
+@pytest.mark.reader_independent
+@given(lead=spaces, bom=st.booleans(), middle=contents, trail=spaces, cap=caps)
+@example(lead="\u3000 ", bom=True, middle="\ufeff\u2028é".encode(), trail="\x85\u2029", cap=64)
+def test_a_bodys_bytes_are_counted_as_encoding_it_would(
+    lead: str, bom: bool, middle: bytes, trail: str, cap: int
+) -> None:
+    # What the pure twin reports as FileRead.body_bytes, counted off the bytes read.
+    data = (b"\xef\xbb\xbf" if bom else b"") + lead.encode() + middle + trail.encode()
+    body = _format.body_text(data, cap)
+    assert _format.body_and_bytes(data, cap) == (body, len(body.encode()))
+
+
 windows = st.tuples(st.integers(0, 80), st.integers(0, 40))
 
 

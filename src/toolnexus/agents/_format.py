@@ -21,6 +21,7 @@ __all__ = [
     "MAX_BOOTSTRAP_FILE_BYTES",
     "WHITESPACE",
     "back_off",
+    "body_and_bytes",
     "body_text",
     "layout",
     "truncation_notice",
@@ -70,8 +71,29 @@ def body_text(data: bytes | bytearray, cap: int) -> str:
     with a continuation byte), and both run in C. A leading U+FEFF can only
     be the BOM's bytes.
     """
-    body = data if len(data) <= cap else memoryview(data)[: back_off(data, cap)]  # cut, not copied
-    return str(body, "utf-8", "replace").removeprefix("\ufeff").strip(WHITESPACE)
+    return body_and_bytes(data, cap)[0]
+
+
+def body_and_bytes(data: bytes | bytearray, cap: int) -> tuple[str, int]:
+    """``body_text``, and the UTF-8 bytes of the body: counted off the bytes read, not encoded again."""
+    end = len(data) if len(data) <= cap else back_off(data, cap)
+    window = data if end == len(data) else memoryview(data)[:end]  # cut, not copied
+    try:
+        text, well_formed = str(window, "utf-8"), True
+    except UnicodeDecodeError:
+        text, well_formed = str(window, "utf-8", "replace"), False
+    unmarked = text.removeprefix("\ufeff")
+    body = unmarked.strip(WHITESPACE)
+    if body.isascii():
+        return body, len(body)
+    if not well_formed:  # each ill-formed sequence is a U+FFFD of three bytes: count the text's
+        return body, len(body.encode("utf-8"))
+    # The bytes read, less those of the BOM and of the White_Space trimmed
+    # (short, where the body is long: encoding it again costs far more). The
+    # body's first character is not White_Space: its first place is its start.
+    lead = unmarked.find(body[0]) if body else len(unmarked)
+    trimmed = unmarked[:lead] + unmarked[lead + len(body) :]
+    return body, end - 3 * (len(text) - len(unmarked)) - len(trimmed.encode("utf-8"))
 
 
 @lru_cache(maxsize=16)

@@ -16,7 +16,7 @@ import stat
 import time
 from collections.abc import Sequence
 
-from .._format import body_text
+from .._format import body_and_bytes
 from .._vocabulary import Composed, Excerpt, FileRead, FileStatus, Layout
 from ._open_py import ABSENT, classify_open_error, open_entry
 from ._twins import PROCESS_ERRORS, check_arguments, check_layout, check_windows, process_error
@@ -184,6 +184,7 @@ _S_IFREG = stat.S_IFREG
 # An enum member costs a lookup of some 60 ns (CPython 3.11): the one used
 # for every file is looked up once, here.
 _PRESENT = FileStatus.PRESENT
+_new = tuple.__new__  # a FileRead from its fields, without NamedTuple's own __new__ and _replace
 # The most common result of all, shared instead of built per name.
 _MISSING_ENOENT = FileRead(FileStatus.MISSING, errno.ENOENT, 0, 0, False, True, None, False, 0, 0)
 
@@ -268,9 +269,8 @@ def _compose_home(home: bytes, names: Sequence[bytes], cap: int, symlinks: str, 
             if data is None:
                 reads.append(read)
                 continue
-            body = body_text(data, cap)
-            nbytes = len(body) if body.isascii() else len(body.encode("utf-8"))
-            reads.append(read._replace(body_chars=len(body), body_bytes=nbytes))
+            body, nbytes = body_and_bytes(data, cap)
+            reads.append(_new(FileRead, (*read[:8], len(body), nbytes)))
             found.append(layout.files[index])
             pieces.append(layout.nexts[index] if pieces else layout.firsts[index])
             pieces.append(body)
