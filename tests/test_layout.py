@@ -191,3 +191,20 @@ def test_the_selector_chooses_and_holds_nothing_else() -> None:
     functions = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
     assert defined == {"NO_EXTENSIONS", "reader", "notifier", "ACCELERATED"}
     assert functions <= {"_twins"}
+
+
+# toolnexus.agents.__all__ of 0.2.0, as released: every name still imports from the face.
+PUBLIC_0_2: Final = (
+    "ACCELERATED", "AmbiguousMatch", "BOOTSTRAP_ORDER", "BootstrapFileError", "Budget", "CacheStats",
+    "FileReport", "FileStatus", "InvalidEntry", "Keep", "MAX_BOOTSTRAP_FILE_BYTES", "MemoryFull",
+    "MemoryRefused", "MemorySnapshot", "MemoryTool", "MemoryToolError", "MemoryUsage", "MergeReport",
+    "NEAR_LIMIT", "NoMatch", "NotificationError", "RACY_WINDOW_NS", "Soul", "SoulCache", "SymlinkPolicy",
+    "Validate", "acompose", "acompose_soul", "compose", "compose_many", "compose_soul", "memory_tool",
+    "truncation_notice",
+)  # fmt: skip
+
+
+def test_every_public_name_of_0_2_still_imports() -> None:
+    assert set(PUBLIC_0_2) <= set(toolnexus.agents.__all__)
+    for name in PUBLIC_0_2:
+        assert getattr(toolnexus.agents, name) is not None, name

@@ -374,4 +374,7 @@ def decode_utf8(data: bytes | memoryview) -> str:
     The decoder the readers use, on its own: the budget decodes with it what it
     reads of a file in part.
     """
-    return str(data, "utf-8", "replace")
+    try:
+        return str(data, "utf-8")  # the usual case, and faster than with an error handler
+    except UnicodeDecodeError:
+        return str(data, "utf-8", "replace")
