@@ -71,17 +71,44 @@ def test_no_dir_and_no_list_is_still_a_usage_error(capsys: Capture) -> None:
 def test_ctrl_c_exits_130_without_a_traceback(tmp_path: Path, reader: ReaderName) -> None:
     # A list on a pipe that never ends: the command waits on it, then is interrupted.
     env = {**os.environ, "TOOLNEXUS_SOUL_NO_EXTENSIONS": "1" if reader == "pure" else ""}
-    child = subprocess.Popen(
-        [sys.executable, "-m", "toolnexus.agents", "batch", "--from-file", "-"],
+    # Ctrl-C as a terminal delivers it: a suite run in the background (a
+    # shell's `&`) hands its children SIGINT ignored, and exec keeps that.
+    command = [sys.executable, "-m", "toolnexus.agents", "batch", "--from-file", "-"]
+    undo_ignore = (
+        "import os, signal; signal.signal(signal.SIGINT, signal.SIG_DFL);"
+        f" os.execv({command[0]!r}, {command!r})"
+    )
+    with subprocess.Popen(
+        [sys.executable, "-c", undo_ignore],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,
-    )
-    time.sleep(1.0)  # past start-up, reading the list
-    child.send_signal(signal.SIGINT)
-    out, err = child.communicate(timeout=60)
-    assert (child.returncode, out, err) == (130, b"", b"")
+    ) as child:
+        waiting_for_the_list(child.pid)
+        child.send_signal(signal.SIGINT)
+        assert child.wait(timeout=60) == 130  # stdin still open: no end of the list
+        assert child.stdout is not None
+        assert child.stderr is not None
+        assert (child.stdout.read(), child.stderr.read()) == (b"", b"")
+
+
+def waiting_for_the_list(pid: int) -> None:
+    """Return once ``pid`` is past start-up, blocked reading its standard input (Linux), or after a second."""
+    syscall = Path(f"/proc/{pid}/syscall")
+    if not syscall.exists():
+        time.sleep(1.0)
+        return
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            number, fd = syscall.read_text().split()[:2]
+        except (OSError, ValueError):
+            number, fd = "", ""
+        if number in {"0", "63"} and fd == "0x0":  # read(0, ...): x86_64, aarch64
+            return
+        time.sleep(0.05)
+    raise AssertionError("the command never came to read its list")
 
 
 def test_ctrl_c_in_a_command_exits_130(

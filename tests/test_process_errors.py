@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import gc
 import io
 import os
 import resource
@@ -35,6 +36,10 @@ def starved(call: Callable[[], object], free: int = 1) -> tuple[str, object]:
     """
 
     def use_up_descriptors() -> None:
+        # No collection in the child from here: a finalizer closing a
+        # descriptor inherited from the parent would hand the call one more.
+        gc.collect()
+        gc.disable()
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(256, soft), hard))
         held = []
