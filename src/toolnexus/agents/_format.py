@@ -23,6 +23,7 @@ __all__ = [
     "back_off",
     "body_and_bytes",
     "body_text",
+    "decode",
     "layout",
     "truncation_notice",
 ]
@@ -74,14 +75,22 @@ def body_text(data: bytes | bytearray, cap: int) -> str:
     return body_and_bytes(data, cap)[0]
 
 
+def decode(data: bytes | bytearray | memoryview) -> tuple[str, bool]:
+    """``data`` as UTF-8, each ill-formed sequence a U+FFFD; and whether it was well-formed.
+
+    Strictly first: CPython decodes faster without an error handler, and
+    almost every file is well-formed.
+    """
+    try:
+        return str(data, "utf-8"), True
+    except UnicodeDecodeError:
+        return str(data, "utf-8", "replace"), False
+
+
 def body_and_bytes(data: bytes | bytearray, cap: int) -> tuple[str, int]:
     """``body_text``, and the UTF-8 bytes of the body: counted off the bytes read, not encoded again."""
     end = len(data) if len(data) <= cap else back_off(data, cap)
-    window = data if end == len(data) else memoryview(data)[:end]  # cut, not copied
-    try:
-        text, well_formed = str(window, "utf-8"), True
-    except UnicodeDecodeError:
-        text, well_formed = str(window, "utf-8", "replace"), False
+    text, well_formed = decode(data if end == len(data) else memoryview(data)[:end])  # cut, not copied
     unmarked = text.removeprefix("\ufeff")
     body = unmarked.strip(WHITESPACE)
     if body.isascii():

@@ -97,7 +97,7 @@ def whole_bodies(
             names[index],
             reads[index],
             text,
-            measured.get(index, -1) if index in measured else budget.measure(text),
+            measured[index] if index in measured else budget.measure(text),
         )
         for index, text in bodies.items()
     }

@@ -16,7 +16,7 @@ import stat
 import time
 from collections.abc import Sequence
 
-from .._format import body_and_bytes
+from .._format import body_and_bytes, decode
 from .._vocabulary import Composed, Excerpt, FileRead, FileStatus, Layout
 from ._open_py import ABSENT, classify_open_error, open_entry
 from ._twins import PROCESS_ERRORS, check_arguments, check_layout, check_windows, process_error
@@ -374,7 +374,4 @@ def decode_utf8(data: bytes | memoryview) -> str:
     The decoder the readers use, on its own: the budget decodes with it what it
     reads of a file in part.
     """
-    try:
-        return str(data, "utf-8")  # the usual case, and faster than with an error handler
-    except UnicodeDecodeError:
-        return str(data, "utf-8", "replace")
+    return decode(data)[0]
