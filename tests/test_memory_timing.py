@@ -12,6 +12,7 @@ which print their counts.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -305,3 +306,141 @@ def test_without_leases_the_replaced_file_is_kept_and_merged(
     tool.add("one more")
     assert memory.read_text() == BEFORE + "- external note\n- tool note\n- one more\n"
     assert len(kept_files(home)) == 4  # two swaps, neither vouched for: kept a while
+
+
+# ---- 6. a tool killed at the instants an independent tester chose --------------------------
+
+_KILLED_AT = """
+import os, signal, sys
+from toolnexus.agents import memory_tool
+from toolnexus.agents._memory import _system
+home, action, text, where, swaps = sys.argv[1:6]
+if swaps == "link and rename":
+    _system.exchange = lambda dirfd, first, second: False
+def stop():
+    os.kill(os.getpid(), signal.SIGSTOP)
+if where == "after a beaten exchange":  # an editor's save by rename lands between check and exchange
+    real_exchange = _system.Folder.exchange
+    def exchange(self, first, second):
+        path = os.path.join(home, "MEMORY.md")
+        with open(path + ".swp", "w") as handle:
+            handle.write(sys.argv[6])
+        os.replace(path + ".swp", path)
+        real_exchange(self, first, second)
+        stop()
+    _system.Folder.exchange = exchange
+elif where == "at the directory's sync":  # the new file is in place; nothing after it has run
+    _system.Folder.sync = lambda self: stop()
+tool = memory_tool(home)
+getattr(tool, action)(text)
+"""
+
+
+def kill_at(home: Path, where: str, action: str, text: str, swaps: str = "exchange", *extra: str) -> None:
+    """Run ``action(text)`` in a tool that stops at ``where``; kill it there."""
+    tool = subprocess.Popen([sys.executable, "-c", _KILLED_AT, str(home), action, text, where, swaps, *extra])
+    _, status = os.waitpid(tool.pid, os.WUNTRACED)
+    assert os.WIFSTOPPED(status), f"the tool did not stop {where}"
+    tool.kill()
+    tool.wait(timeout=60)
+
+
+@pytest.mark.parametrize(
+    ("saved", "after"),
+    [
+        (BEFORE + "- the editor's note\n", BEFORE + "- the editor's note\n- tool note\n- after the kill\n"),
+        ("# Notes\n\n- pre2\n", "# Notes\n\n- pre2\n- tool note\n- after the kill\n"),  # its removal stands
+    ],
+    ids=["a save with a line more", "a save without a line"],
+)
+def test_a_tool_killed_after_an_editor_beat_its_swap_loses_no_save(
+    home: Path, memory: Path, saved: str, after: str
+) -> None:
+    # The editor's save went to .MEMORY.md.tmp-T in the exchange; the tool died before swapping it back.
+    kill_at(home, "after a beaten exchange", "add", "tool note", "exchange", saved)
+    assert memory.read_text() == BEFORE + "- tool note\n"
+    memory_tool(home).add("after the kill")
+    assert memory.read_text() == after
+    assert [name for name in tool_files(home) if "-" in name] == LAST_CHANGES
+
+
+def test_a_tool_killed_after_merging_does_not_merge_again(home: Path, memory: Path, swaps: str) -> None:
+    appender = os.open(memory, os.O_WRONLY | os.O_APPEND)  # a shell's `exec 3>>MEMORY.md`, held
+    try:
+        memory_tool(home).add("tool note")  # the appender's file is kept
+        os.write(appender, b"- the shell's late note\n")
+        kill_at(home, "at the directory's sync", "remove", "pre2", swaps)  # it merged the late note
+        assert memory.read_text() == "# Notes\n\n- pre1\n- the shell's late note\n- tool note\n"
+        memory_tool(home).add("after the kill")
+        expected = "# Notes\n\n- pre1\n- the shell's late note\n- tool note\n- after the kill\n"
+        assert memory.read_text() == expected  # the late note once
+        os.write(appender, b"- and one more\n")
+    finally:
+        os.close(appender)
+    memory_tool(home).add("last")
+    assert memory.read_text() == (  # where the shell wrote it: after its late note
+        "# Notes\n\n- pre1\n- the shell's late note\n- and one more\n- tool note\n- after the kill\n- last\n"
+    )
+
+
+def test_a_continuation_of_an_entry_the_tool_removed_continues_no_other(home: Path, swaps: str) -> None:
+    memory = home / "MEMORY.md"
+    memory.write_text("- a\n- b\n")
+    writer = os.open(memory, os.O_WRONLY | os.O_APPEND)  # opened before the tool's changes
+    try:
+        tool = memory_tool(home)
+        tool.add("T1")
+        tool.remove("b")
+        os.write(writer, b"  more of b\n")
+    finally:
+        os.close(writer)
+    tool.add("T2")
+    assert memory.read_text() == "- a\n- T1\n\n  more of b\n- T2\n"
+    assert list(tool.entries()) == ["a", "T1", "T2"]
+
+
+def test_the_record_is_synced_before_the_swap(
+    home: Path, memory: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A record that a power loss could leave empty would let the next change delete its kept file unread.
+    steps: list[str] = []
+    real_fsync, real_exchange = os.fsync, _system.Folder.exchange
+
+    def fsync(fd: int) -> None:
+        steps.append(
+            "sync " + re.sub(r"-[0-9a-f]{16}$", "-T", os.path.basename(os.readlink(f"/proc/self/fd/{fd}")))
+        )
+        real_fsync(fd)
+
+    def exchange(self: _system.Folder, first: bytes, second: bytes) -> bool:
+        steps.append("exchange")
+        return real_exchange(self, first, second)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(_system.Folder, "exchange", exchange)
+    memory_tool(home).add("tool note")
+    assert steps == ["sync .MEMORY.md.tmp-T", "sync .MEMORY.md.was-T", "exchange", "sync home"]
+
+
+def test_a_tool_killed_while_writing_its_record_leaves_the_file_as_it_was(
+    home: Path, memory: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A record cut short is one written before its swap: its .tmp- is the tool's new text, nobody's.
+    real = _replaced.write_all
+
+    def cut_short(fd: int, data: bytes) -> None:
+        if data.startswith(b"toolnexus-soul"):
+            real(fd, data[: len(data) // 2])
+            raise KeyboardInterrupt  # as far as the files go, a kill here
+        real(fd, data)
+
+    monkeypatch.setattr(_replaced, "write_all", cut_short)
+    monkeypatch.setattr(_replaced, "_remove", lambda folder, *found: None)  # a killed tool cleans nothing
+    monkeypatch.setattr(_disk.Disk, "_discard", lambda self, token: None)
+    with pytest.raises(KeyboardInterrupt):
+        memory_tool(home).add("tool note")
+    assert len(kept_files(home)) == 2
+    monkeypatch.undo()
+    memory_tool(home).add("after")
+    assert memory.read_text() == BEFORE + "- after\n"
+    assert [name for name in tool_files(home) if "-" in name] == LAST_CHANGES

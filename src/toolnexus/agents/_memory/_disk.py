@@ -13,7 +13,8 @@ One ``Disk`` per memory file; ``Disk.change(transform)`` makes one change:
 4. it is read, what was written into the kept files since their records
    is merged into it (``_merge3``), and ``transform`` makes the new text;
 5. that is written to ``.NAME.tmp-T`` and synced, with a record
-   ``.NAME.was-T`` of what the file held;
+   ``.NAME.was-T``, synced too, of what the file held, of the new text,
+   and of what was merged from each kept file (``_replaced.record``);
 6. if the name still leads to the file read (inode, size, times) and no
    writer began to open it, the two names are swapped at once
    (``RENAME_EXCHANGE``): ``.NAME.tmp-T`` now holds what stood at the name;
@@ -45,7 +46,17 @@ from contextlib import contextmanager, suppress
 from typing import Final, NamedTuple
 
 from . import _replaced
-from ._replaced import WAIT_FOR_WRITERS, Replaced, Seen, names, new_token, record, write_all
+from ._replaced import (
+    WAIT_FOR_WRITERS,
+    NewText,
+    Replaced,
+    Seen,
+    names,
+    new_text,
+    new_token,
+    record,
+    write_all,
+)
 from ._system import Folder, Lease, lease_broken, lock_exclusive, read_lease, release_lease
 
 __all__ = ["MAX_NAME_BYTES", "MAX_READ", "WAIT_FOR_WRITERS", "Disk", "Refused", "Version"]
@@ -68,6 +79,14 @@ class Version(NamedTuple):
     data: bytes
     ident: tuple[int, int, int, int, int] | None  # dev, ino, size, mtime_ns, ctime_ns; None: no file
     mode: int  # the permission bits a rewrite keeps
+
+
+class _Change(NamedTuple):
+    """A change's new text, as written, and what it merged from kept files (token, what it held)."""
+
+    data: bytes
+    new: NewText
+    merged: list[tuple[bytes, bytes]]
 
 
 class _Again(Exception):
@@ -169,22 +188,26 @@ class Disk:
         opened = self._open(lease=True)
         try:
             version = _read_fd(opened.fd, self.name) if opened is not None else Version(b"", None, 0o644)
-            text, merged = _replaced.fold(self._folder, self._file, kept, version.data)
-            self._publish(version, opened, transform(text))
-            return merged
+            text, seen = _replaced.fold(self._folder, self._file, kept, version.data)
+            self._publish(version, opened, transform(text), _replaced.merged(kept, seen))
+            return seen
         finally:
             if opened is not None:
                 if opened.lease is Lease.HELD:
                     release_lease(opened.fd)
                 os.close(opened.fd)
 
-    def _publish(self, version: Version, opened: _Open | None, data: bytes) -> None:
+    def _publish(
+        self, version: Version, opened: _Open | None, data: bytes, merged: list[tuple[bytes, bytes]]
+    ) -> None:
+        """Put ``data`` in place of ``version``; ``merged``: what it merged of each kept file, recorded."""
         token = new_token()
         temp, _ = names(self._file, token)
         fd = self._folder.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, version.mode)
         try:
             write_all(fd, data)
             os.fsync(fd)
+            new = new_text(fd, data)
         except BaseException:
             os.close(fd)
             self._discard(token)
@@ -192,9 +215,9 @@ class Disk:
         os.close(fd)
         try:
             if opened is None or version.ident is None:
-                self._create(temp)
+                self._create(token, new, merged)
             else:
-                self._swap(version, opened, token, data)
+                self._swap(version, opened, token, _Change(data, new, merged))
         except _Raced:
             raise  # the new file is kept, under a record of its own
         except BaseException:
@@ -202,8 +225,15 @@ class Disk:
             raise
         self._folder.sync()
 
-    def _create(self, temp: bytes) -> None:
-        """Give the new file the name, which no file has: ``_Again`` if one has appeared meanwhile."""
+    def _create(self, token: bytes, new: NewText, merged: list[tuple[bytes, bytes]]) -> None:
+        """Give the new file the name, which no file has: ``_Again`` if one has appeared meanwhile.
+
+        What it merged from kept files is recorded first, as a swap's record
+        does: it counts as merged while the new file stands at the name.
+        """
+        temp = names(self._file, token)[0]
+        if merged:
+            record(self._folder, self._file, token, new.ident, b"", new=new, merged=merged)
         try:
             if not self._folder.rename_noreplace(temp, self._file):
                 self._folder.link(temp, self._file)  # never replaces either, where renameat2 is missing
@@ -211,12 +241,13 @@ class Disk:
         except FileExistsError:
             raise _Again from None
 
-    def _swap(self, version: Version, opened: _Open, token: bytes, data: bytes) -> None:
+    def _swap(self, version: Version, opened: _Open, token: bytes, change: _Change) -> None:
         """Put the new file ``.tmp-TOKEN`` at the name in place of the file read; keep what it must."""
         assert version.ident is not None
         ident = version.ident
+        data = change.data
         temp, _ = names(self._file, token)
-        record(self._folder, self._file, token, ident[:2], version.data)
+        record(self._folder, self._file, token, ident[:2], version.data, new=change.new, merged=change.merged)
         if not self._unchanged(ident) or self._writer_coming(opened):
             raise _Again  # another writer changed the name, or is opening the file: let it finish
         try:
@@ -224,7 +255,7 @@ class Disk:
         except FileNotFoundError:  # removed since it was read: start again without it
             raise _Again from None
         if not exchanged:
-            self._replace(version, opened, token, data)
+            self._replace(version, opened, token, change)
             return
         if _ident(self._folder.stat(temp))[:2] != ident[:2]:
             self._swap_back(token, data)  # an editor's save beat the swap
@@ -235,12 +266,20 @@ class Disk:
         # The file replaced is kept, with its record, until the next change: a writer that found
         # it by name just before the swap may open it later than any check made now could see.
 
-    def _replace(self, version: Version, opened: _Open, token: bytes, data: bytes) -> None:
+    def _replace(self, version: Version, opened: _Open, token: bytes, change: _Change) -> None:
         """No exchange here: a second name for the file read, then the new text renamed over the name."""
         assert version.ident is not None
         held = new_token()
         held_temp, _ = names(self._file, held)
-        record(self._folder, self._file, held, version.ident[:2], version.data)
+        record(
+            self._folder,
+            self._file,
+            held,
+            version.ident[:2],
+            version.data,
+            new=change.new,
+            merged=change.merged,
+        )
         try:
             self._folder.link(self._file, held_temp)
         except FileNotFoundError:
@@ -249,12 +288,10 @@ class Disk:
         if _ident(self._folder.stat(held_temp))[:2] != version.ident[:2]:
             self._discard(held)
             raise _Again  # the name led elsewhere by then: start again on what it leads to
-        temp = names(self._file, token)[0]
-        new = _ident(self._folder.stat(temp))[:2]
-        self._folder.rename(temp, self._file)
+        self._folder.rename(names(self._file, token)[0], self._file)
         self._discard(token)  # its record only: the new file is at the name
         if self._writer_coming(opened):
-            self._put_back(held, new, data)
+            self._put_back(held, change.new.ident, change.data)
 
     def _put_back(self, held: bytes, new: tuple[int, int], data: bytes) -> None:
         """Without exchange, as ``_swap_back``: the file read back at the name, the new file kept.

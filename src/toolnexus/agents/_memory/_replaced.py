@@ -4,20 +4,29 @@ A swap puts the tool's new file at the name; the file that stood there may
 still be open in another process (a shell's ``exec 3>>``, an editor paused
 between its truncate and its write, an appender that opened it just before
 the swap). Its bytes must not be lost, so such a file is kept, beside the
-memory file, as ``.NAME.tmp-T``, with a record ``.NAME.was-T`` of what it
-held when the tool built on it: its identity and its bytes. ``T`` is the
-token of the swap: 16 hex digits.
+memory file, as ``.NAME.tmp-T``, with a record ``.NAME.was-T``. ``T`` is
+the token of the swap: 16 hex digits.
 
-At each change, ``find`` gathers the files kept so far (and clears what a
-killed tool left that holds nobody's bytes); each ``Replaced`` merges what
-was written into its file since its record (``_merge3``) into the text the
-change is built on. After the change is in place, ``settle`` deletes the
-ones no process can still write into (a read lease on them is granted:
-``_system.read_lease``), and brings the record of the others up to what
-was merged. Where leases cannot tell (another system, a file of another
-owner), a kept file goes once it has been unchanged for ``KEEP_UNSEEN``
-seconds, or when more than ``MAX_KEPT`` are kept, the oldest unchanged
-first.
+A record is written and synced before its swap, so that a kill or a power
+loss at any instant leaves one that can be read whole. It says what the
+file replaced was and held (the *base*), what the change's new text was
+(written as ``.NAME.tmp-T`` until the swap), and what each kept file it
+merged held then. ``find`` reads what the tool left from that alone: a
+``.tmp-T`` that is the new text, as written, was never swapped in and goes;
+any other file there holds someone's bytes and is kept, whatever file it
+is (an editor's save that landed just before the swap is not the file
+read). What a new text merged counts as merged only once that new text is
+in place: then a merge is never made twice, even when the change that made
+it was killed before it could say so.
+
+At each change, each ``Replaced`` merges what was written into its file
+since its base (``_merge3``) into the text the change is built on. After
+the change is in place, ``settle`` deletes the ones no process can still
+write into (a read lease on them is granted: ``_system.read_lease``), and
+brings the record of the others up to what was merged. Where leases cannot
+tell (another system, a file of another owner), a kept file goes once it
+has been unchanged for ``KEEP_UNSEEN`` seconds, or when more than
+``MAX_KEPT`` are kept, the oldest unchanged first.
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ import os
 import re
 import secrets
 import time
+from collections.abc import Sequence
 from contextlib import suppress
 from typing import Final, NamedTuple
 
@@ -37,11 +47,14 @@ __all__ = [
     "KEEP_UNSEEN",
     "MAX_KEPT",
     "WAIT_FOR_WRITERS",
+    "NewText",
     "Replaced",
     "Seen",
     "find",
     "fold",
+    "merged",
     "names",
+    "new_text",
     "new_token",
     "record",
     "settle",
@@ -53,7 +66,7 @@ KEEP_UNSEEN: Final = 60.0  # seconds a kept file that leases cannot vouch for st
 MAX_KEPT: Final = 32  # kept files that leases cannot vouch for, at most
 TOKEN_BYTES: Final = 8
 _TOKEN: Final = re.compile(rb"[0-9a-f]{%d}" % (2 * TOKEN_BYTES))
-_MAGIC: Final = b"toolnexus-soul: what a replaced memory file held\n"
+_MAGIC: Final = b"toolnexus-soul: what a replaced memory file held, 2\n"
 _READ_FLAGS: Final = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
 
 
@@ -64,6 +77,19 @@ class Replaced(NamedTuple):
     ident: tuple[int, int]  # st_dev, st_ino
     since: int  # time.time_ns() of the record: the order of the swaps, and how long it is unchanged
     base: bytes
+    advanced: bool = False  # base is what a later change merged, which its own record does not say yet
+
+
+class NewText(NamedTuple):
+    """A change's new text, as written to ``.NAME.tmp-T`` before its swap."""
+
+    ident: tuple[int, int]
+    size: int
+    digest: bytes  # sha256, hex
+
+
+def new_text(fd: int, data: bytes) -> NewText:
+    return NewText(_ident(os.fstat(fd)), len(data), _digest(data))
 
 
 def write_all(fd: int, data: bytes) -> None:
@@ -81,18 +107,38 @@ def new_token() -> bytes:
     return secrets.token_hex(TOKEN_BYTES).encode()
 
 
-def record(folder: Folder, file: bytes, token: bytes, ident: tuple[int, int], base: bytes) -> None:
-    """Write the record of the file ``ident``, kept (or to be) as ``.FILE.tmp-TOKEN``: it held ``base``.
+def _digest(data: bytes) -> bytes:
+    return hashlib.sha256(data).hexdigest().encode()
 
-    A record cut short (the tool killed while writing it) fails its checksum
-    and counts as none: it is written before the swap, when ``.tmp-TOKEN``
-    is still the tool's own new text. A kept file's record is brought up to
-    date by ``renew``, which never cuts one.
+
+def record(
+    folder: Folder,
+    file: bytes,
+    token: bytes,
+    ident: tuple[int, int],
+    base: bytes,
+    *,
+    new: NewText | None = None,
+    merged: Sequence[tuple[bytes, bytes]] = (),
+) -> None:
+    """Write, and sync, the record of the file ``ident``, kept (or to be) as ``.FILE.tmp-TOKEN``.
+
+    It held ``base``; ``new`` is the change's new text, which ``.tmp-TOKEN``
+    holds until the swap; ``merged`` says, per kept file's token, what the
+    new text merged from it. Synced, so that no crash leaves a swap done and
+    its record empty; a record cut short (the tool killed while writing it,
+    before its swap) fails its checksum and counts as none.
     """
-    header = b"%d %d %d %s\n" % (*ident, time.time_ns(), hashlib.sha256(base).hexdigest().encode())
+    body = base + b"".join(data for _, data in merged)
+    fields = [b"%d %d %d" % (*ident, time.time_ns())]
+    fields.append(b"%d %d %d %s" % (*new.ident, new.size, new.digest) if new is not None else b"- - - -")
+    fields.append(b"%d %d" % (len(base), len(merged)))
+    fields += [b"%s %d" % (kept, len(data)) for kept, data in merged]
+    fields.append(_digest(body))
     fd = folder.open(names(file, token)[1], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        write_all(fd, _MAGIC + header + base)
+        write_all(fd, _MAGIC + b" ".join(fields) + b"\n" + body)
+        os.fsync(fd)
     finally:
         os.close(fd)
 
@@ -106,8 +152,16 @@ def renew(folder: Folder, file: bytes, replaced: Replaced, base: bytes) -> None:
     _remove(folder, old_was)
 
 
-def _load(folder: Folder, name: bytes) -> tuple[tuple[int, int], int, bytes] | None:
-    """A record's ident, time and base; None when it is not a whole record of ours."""
+class _Record(NamedTuple):
+    ident: tuple[int, int]
+    since: int
+    base: bytes
+    new: NewText | None
+    merged: dict[bytes, bytes]
+
+
+def _load(folder: Folder, name: bytes) -> _Record | None:
+    """A record; None when it is not a whole record of ours."""
     try:
         fd = folder.open(name, _READ_FLAGS)
     except OSError:
@@ -116,14 +170,34 @@ def _load(folder: Folder, name: bytes) -> tuple[tuple[int, int], int, bytes] | N
         data = b"".join(iter(lambda: os.read(fd, 1 << 20), b""))
     finally:
         os.close(fd)
-    if not data.startswith(_MAGIC):
-        return None
-    header, _, base = data[len(_MAGIC) :].partition(b"\n")
+    return _parse(data)
+
+
+def _parse(data: bytes) -> _Record | None:
+    """What ``record`` wrote; None when it is cut short, or not ours."""
+    header, _, body = data.removeprefix(_MAGIC).partition(b"\n")
     fields = header.split()
-    if len(fields) != 4 or hashlib.sha256(base).hexdigest().encode() != fields[3]:
-        return None  # cut short: no base to merge against
-    dev, ino, since = (int(field) for field in fields[:3])
-    return (dev, ino), since, base
+    try:
+        if not data.startswith(_MAGIC) or len(fields) < 10 or _digest(body) != fields[-1]:
+            raise ValueError("cut short, or not ours")
+        dev, ino, since, base_size, count = (int(fields[index]) for index in (0, 1, 2, 7, 8))
+        new = (
+            None
+            if fields[3] == b"-"
+            else NewText((int(fields[3]), int(fields[4])), int(fields[5]), fields[6])
+        )
+        sizes = [int(size) for size in fields[10:-1:2]]
+        whole = len(fields) == 10 + 2 * count and base_size + sum(sizes) == len(body)
+        if not whole or min([base_size, *sizes]) < 0:
+            raise ValueError("not a whole record")
+    except ValueError:
+        return None
+    merged = {}
+    at = base_size
+    for kept, size in zip(fields[9:-1:2], sizes, strict=True):
+        merged[kept] = body[at : at + size]
+        at += size
+    return _Record((dev, ino), since, body[:base_size], new, merged)
 
 
 def _remove(folder: Folder, *found: bytes) -> None:
@@ -135,11 +209,16 @@ def _remove(folder: Folder, *found: bytes) -> None:
 def find(folder: Folder, file: bytes) -> list[Replaced]:
     """The kept files of ``file``, oldest first; what a killed tool left that holds nobody's bytes goes.
 
-    That is a new text never swapped in (a ``.tmp-T`` that is not the file its
-    record names), a record whose file is gone, and an extra name of the
-    memory file itself (a tool killed between the two steps of a swap where
-    renames cannot exchange). Only names made exactly as the tool makes them
-    are looked at: another memory file's (``MEMORY.md.tmp-notes``) never.
+    That is a new text never swapped in, or swapped back, that nobody wrote
+    into (``.tmp-T`` as its record says it was written), a file without a
+    whole record (records are synced before any swap: only a new text
+    written before its record lacks one), a record whose file is gone, and
+    an extra name of the memory file itself (a tool killed between the two
+    steps of a swap where renames cannot exchange). Any other ``.tmp-T`` is
+    someone's: the file the change read, or a save that stood at the name
+    when the tool swapped, or the new text with what a writer wrote into it
+    while it stood there. Only names made exactly as the tool makes them are
+    looked at: another memory file's (``MEMORY.md.tmp-notes``) never.
     """
     try:
         listed = folder.names()
@@ -158,7 +237,8 @@ def find(folder: Folder, file: bytes) -> list[Replaced]:
         current: tuple[int, int] | None = _ident(folder.stat(file))
     except OSError:
         current = None
-    kept = []
+    kept: list[Replaced] = []
+    swapped: list[_Record] = []  # records whose new text went in place: what they merged is merged
     for token in sorted(temps | records):
         temp, was = names(file, token)
         loaded = _load(folder, was) if token in records else None
@@ -166,11 +246,53 @@ def find(folder: Folder, file: bytes) -> list[Replaced]:
             ident = _ident(folder.stat(temp)) if token in temps else None
         except OSError:
             ident = None
-        if loaded is None or ident != loaded[0] or ident == current:
-            _remove(folder, temp, was)  # nobody's bytes: a text never swapped in, or the file itself again
-        else:
-            kept.append(Replaced(token, ident, loaded[1], loaded[2]))
+        if ident is None and loaded is not None and _first_in_place(loaded, current, temps):
+            swapped.append(loaded)  # it goes once the files it merged have records of their own
+            continue
+        if (
+            loaded is None
+            or ident is None
+            or ident == current
+            or (base := _base(folder, temp, loaded, ident)) is None
+        ):
+            _remove(folder, temp, was)
+            continue
+        kept.append(Replaced(token, ident, loaded.since, base))
+        if loaded.new is None or ident != loaded.new.ident:
+            swapped.append(loaded)
+    advanced: dict[bytes, bytes] = {}
+    for loaded in sorted(swapped, key=lambda loaded: loaded.since):  # a later merge goes further
+        advanced.update(loaded.merged)
+    kept = [
+        replaced._replace(base=advanced[replaced.token], advanced=True)
+        if replaced.token in advanced
+        else replaced
+        for replaced in kept
+    ]
     return sorted(kept, key=lambda replaced: replaced.since)
+
+
+def _first_in_place(loaded: _Record, current: tuple[int, int] | None, temps: set[bytes]) -> bool:
+    """Is this the record of a first file, now at the name, that merged kept files still there?"""
+    return loaded.new is not None and loaded.new.ident == current and not temps.isdisjoint(loaded.merged)
+
+
+def _base(folder: Folder, temp: bytes, loaded: _Record, ident: tuple[int, int]) -> bytes | None:
+    """What ``temp`` is to be merged against, or None when it holds nobody's bytes."""
+    if loaded.new is None or ident != loaded.new.ident:
+        return loaded.base  # the file read, or another writer's file that stood at the name then
+    try:
+        fd = folder.open(temp, _READ_FLAGS)
+    except OSError:
+        return None
+    try:
+        data = _read_all(fd)
+    finally:
+        os.close(fd)
+    written = data[: loaded.new.size]
+    if len(written) == loaded.new.size and _digest(written) == loaded.new.digest:
+        return None if len(data) == loaded.new.size else written  # as written, or appended to
+    return loaded.base  # rewritten: what the tool built on is what it is measured against
 
 
 def _ident(st: os.stat_result) -> tuple[int, int]:
@@ -237,6 +359,15 @@ def fold(folder: Folder, file: bytes, kept: list[Replaced], text: bytes) -> tupl
     return text, seen
 
 
+def merged(kept: list[Replaced], seen: list[Seen]) -> list[tuple[bytes, bytes]]:
+    """What ``fold`` merged, for the record of the change: per kept file, its token and what it held."""
+    return [
+        (replaced.token, look.data)
+        for replaced, look in zip(kept, seen, strict=True)
+        if look.data is not None and look.merged and (look.data != replaced.base or replaced.advanced)
+    ]
+
+
 def settle(folder: Folder, file: bytes, kept: list[Replaced], seen: list[Seen]) -> None:
     """After a change that merged what ``seen`` says of each kept file: let go of those nobody can write into.
 
@@ -253,7 +384,7 @@ def settle(folder: Folder, file: bytes, kept: list[Replaced], seen: list[Seen]) 
         writers = _let_go_unless_written(folder, temp, was, look.data)
         if writers is Lease.HELD:
             continue  # gone: no process had it open for writing, and none can open it now
-        if look.data != replaced.base:  # merged up to here: later writes are what comes after
+        if look.data != replaced.base or replaced.advanced:  # merged up to here: later writes come after
             renew(folder, file, replaced, look.data)
         elif writers is Lease.UNAVAILABLE:
             unvouched.append(replaced)
