@@ -94,6 +94,24 @@ pytestmark = pytest.mark.reader_independent
             b"- a\r- b\n- c\n- T\n",
             id="a lone CR is text",
         ),
+        pytest.param(
+            b"- a\r\n- b\r", b"- a\r\n- b\r\n", b"- b\r", b"- b\r\n", id="a CRLF finished late: once"
+        ),
+        pytest.param(b"- a\r\n- b", b"- a\r\n- b\r\n", b"- b", b"- b\r\n", id="... its CR kept"),
+        pytest.param(
+            b"- a\n- b\r",
+            b"- a\n- b\r\n",
+            b"- a\n- b\r\r\n- N\n",
+            b"- a\n- b\r\n- N\n",
+            id="... the tool's line end not in it",
+        ),
+        pytest.param(
+            b"- a\n- b",
+            b"- a\n- b\r\n",
+            b"- a\n- b\n- N\n",
+            b"- a\n- b\r\n- N\n",
+            id="... another line end than the file's",
+        ),
         pytest.param(b"- a\n", b"- a\n- x\n", b"- a\n- x\n", b"- a\n- x\n", id="added by both: once"),
     ],
 )

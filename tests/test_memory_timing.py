@@ -104,6 +104,38 @@ def test_a_continuation_written_after_the_swap_is_the_writers(home: Path, memory
     assert tool.entries() == ("pre1", "pre2", "a\nb", "tool-note", "one more")
 
 
+@pytest.mark.parametrize(
+    ("before", "first", "change", "late", "after"),
+    [
+        (b"- a\r\n", b"- b\r", ("remove", "a"), b"\n", b"- b\r\n- Z\r\n"),
+        (b"- a\n", b"- b\r", ("add", "N"), b"\n", b"- a\n- b\r\n- N\n- Z\n"),
+        (b"- a\n", b"- b\r", ("remove", "a"), b"\n", b"- b\r\n- Z\r\n"),  # as the first line ends now
+        (b"- a\r\n", b"- b", ("remove", "a"), b"\r\n", b"- b\r\n- Z\r\n"),
+    ],
+    ids=[
+        "CR, a removal, LF",
+        "CR, an add, LF",
+        "CR, a removal, LF, in an LF file",
+        "the line, a removal, CRLF",
+    ],
+)
+def test_a_line_end_written_late_ends_the_writers_line(
+    home: Path, swaps: str, before: bytes, first: bytes, change: tuple[str, str], late: bytes, after: bytes
+) -> None:
+    memory = home / "MEMORY.md"
+    memory.write_bytes(before)
+    appender = os.open(memory, os.O_WRONLY | os.O_APPEND)  # a shell's `exec 3>>MEMORY.md`
+    try:
+        os.write(appender, first)
+        tool = memory_tool(home)
+        getattr(tool, change[0])(change[1])
+        os.write(appender, late)
+    finally:
+        os.close(appender)
+    tool.add("Z")
+    assert memory.read_bytes() == after
+
+
 def test_an_in_place_save_in_two_writes_keeps_its_lines_whole(home: Path, memory: Path, swaps: str) -> None:
     saved = "# Notes\n\n- pre1\n- pre2\n- edited by hand\n"
     tool = memory_tool(home)

@@ -12,9 +12,11 @@ removal beside an addition, and either side's lines may be the only copy.
 A line both added at one place is there once.
 
 Lines end at ``\n`` only (a lone ``\r`` is text, as in an entry) and are
-compared with their line end, so that a change of line ends is a change;
-a last line without one compares as if it had its text's, so that a line
-the tool ended and a writer finished later is one line. Lines that start
+compared with their line end, so that a change of line ends is a change.
+The base's last line, when it has no line end, is that one line whatever
+line end either side gave it: a writer may finish it later (``- b`` then
+``\r\n``, or ``- b\r`` then ``\n``) after the tool ended it; where the
+writer finished it, the writer's bytes are the line's. Lines that start
 with a space or a tab continue the line before them (an entry's further
 lines): those added after a line that the other side removed would
 continue someone else's entry, so a blank line goes before them, and
@@ -24,7 +26,7 @@ they continue none.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from difflib import SequenceMatcher
 from typing import NamedTuple
 
@@ -44,15 +46,32 @@ def _lines(data: bytes) -> list[bytes]:
     return [*ended, lines[-1]] if lines[-1] else ended
 
 
-def _keys(lines: Sequence[bytes]) -> list[bytes]:
-    """The lines as compared: with their line end, a last line without one given its text's."""
-    end = _newline(lines)
-    return [line if line.endswith(b"\n") else line + end for line in lines]
+def _keyer(base: Sequence[bytes]) -> Callable[[bytes], bytes]:
+    """How lines are compared: with their line end; the base's unended last line as that line ended.
+
+    A writer may finish the base's last line later (``- b`` then ``\r\n``,
+    or ``- b\r`` then ``\n``), and the tool may have ended it meanwhile
+    (``\n`` or ``\r\n`` after it): all of these are that one line.
+    """
+    last = base[-1] if base and not base[-1].endswith(b"\n") else b""
+    finished = {last, last + b"\n", last + b"\r\n"} if last else set()
+    canonical = b"\0" + last  # no other key starts so and is this: the others end with a line end
+
+    def key(line: bytes) -> bytes:
+        if line in finished:
+            return canonical
+        return line if line.endswith(b"\n") else line + b"\n"
+
+    return key
 
 
-def _changes(base: Sequence[bytes], side: Sequence[bytes]) -> tuple[_Changes, dict[int, bytes]]:
+def _changes(
+    base: Sequence[bytes], side: Sequence[bytes], key: Callable[[bytes], bytes]
+) -> tuple[_Changes, dict[int, bytes]]:
     """``side``'s changes to ``base``, and, per base line it kept, its own bytes of that line."""
-    matcher = SequenceMatcher(None, _keys(base), _keys(side), autojunk=False)
+    matcher = SequenceMatcher(
+        None, [key(line) for line in base], [key(line) for line in side], autojunk=False
+    )
     changes = _Changes([False] * len(base), [[] for _ in range(len(base) + 1)])
     kept: dict[int, bytes] = {}
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
@@ -65,13 +84,13 @@ def _changes(base: Sequence[bytes], side: Sequence[bytes]) -> tuple[_Changes, di
     return changes, kept
 
 
-def _not_in(lines: Sequence[bytes], emitted: Sequence[bytes]) -> list[bytes]:
+def _not_in(lines: Sequence[bytes], emitted: Sequence[bytes], key: Callable[[bytes], bytes]) -> list[bytes]:
     """``lines`` less those ``emitted`` already, each once: both sides added them at one place."""
-    left = Counter(_keys(emitted))
+    left = Counter(map(key, emitted))
     kept = []
-    for line, key in zip(lines, _keys(lines), strict=True):
-        if left[key] > 0:
-            left[key] -= 1
+    for line in lines:
+        if left[key(line)] > 0:
+            left[key(line)] -= 1
         else:
             kept.append(line)
     return kept
@@ -102,13 +121,14 @@ def merge3(base: bytes, theirs: bytes, ours: bytes) -> bytes:
     if theirs == base:
         return ours
     base_lines, their_lines, our_lines = _lines(base), _lines(theirs), _lines(ours)
-    their_changes, _ = _changes(base_lines, their_lines)
-    our_changes, ours_kept = _changes(base_lines, our_lines)
+    key = _keyer(base_lines)
+    their_changes, theirs_kept = _changes(base_lines, their_lines, key)
+    our_changes, ours_kept = _changes(base_lines, our_lines, key)
     newline = _newline(our_lines or their_lines)
     merged: list[bytes] = []
     for index in range(len(base_lines) + 1):
         their_head, their_rest = _head(their_changes.before[index])
-        our_head, our_rest = _head(_not_in(our_changes.before[index], their_changes.before[index]))
+        our_head, our_rest = _head(_not_in(our_changes.before[index], their_changes.before[index], key))
         # Lines that continue the base line before them: right after it, theirs first, then the
         # lines that start entries or other text (theirs first: where they wrote them).
         after_line = index > 0 and not their_changes.gone[index - 1] and not our_changes.gone[index - 1]
@@ -116,7 +136,9 @@ def merge3(base: bytes, theirs: bytes, ours: bytes) -> bytes:
             merged.append(newline)  # the line they continued is gone: they continue no other entry
         merged += their_head + our_head + their_rest + our_rest
         if index < len(base_lines) and not their_changes.gone[index] and not our_changes.gone[index]:
-            merged.append(ours_kept[index])
+            # Ours, unless theirs finished the base's last line: then its bytes, line end and all.
+            finished = theirs_kept[index] != base_lines[index]
+            merged.append(theirs_kept[index] if finished else ours_kept[index])
     # A line that ended its text, and now has lines after it, gets a line end.
     ended = [line if line.endswith(b"\n") else line + newline for line in merged[:-1]]
     return b"".join(ended + merged[-1:])
