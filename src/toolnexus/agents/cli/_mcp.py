@@ -126,6 +126,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _serve(home: Home) -> int:
     """Serve ``home`` on stdio with the SDK; the exit status."""
+    import asyncio  # noqa: PLC0415 - only the server runs a loop: other commands start without it
+
     try:
         import anyio  # noqa: PLC0415 - the SDK is an extra: looked for only when it is asked for
         from mcp.server.stdio import stdio_server  # noqa: PLC0415
@@ -147,6 +149,10 @@ def _serve(home: Home) -> int:
     signal.signal(signal.SIGINT, _interrupted)
 
     async def serve() -> None:
+        # A signal may land on any thread, and the loop waits in its selector: only the loop's
+        # own handler, which writes to the loop's wake-up descriptor, is sure to wake it.
+        with contextlib.suppress(NotImplementedError):  # Windows: the plain handler above
+            asyncio.get_running_loop().add_signal_handler(signal.SIGINT, _interrupted, signal.SIGINT, None)
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
 
