@@ -250,13 +250,13 @@ def test_an_editor_saving_in_place_between_read_and_write(
 
     def publish(
         self: _disk.Disk, version: _disk.Version, opened: object, data: bytes, merged: object
-    ) -> None:
+    ) -> bytes:
         if not calls:  # the tool has read and changed the text; the editor opens the file now
             editors.append(threading.Thread(target=save_in_place))
             editors[0].start()
             time.sleep(0.05)
         calls.append(data)
-        real(self, version, opened, data, merged)  # type: ignore[arg-type]
+        return real(self, version, opened, data, merged)  # type: ignore[arg-type]
 
     monkeypatch.setattr(_disk.Disk, "_publish", publish)
     memory_tool(noted).remove("first")
@@ -272,11 +272,11 @@ def test_an_add_and_an_editor_saving_by_rename_at_once(noted: Path, monkeypatch:
 
     def publish(
         self: _disk.Disk, version: _disk.Version, opened: object, data: bytes, merged: object
-    ) -> None:
+    ) -> bytes:
         if not calls:  # the tool has read the file and made its text; the editor saves by rename now
             editor_saves(noted, "- the editor's line\n")
         calls.append(data)
-        real(self, version, opened, data, merged)  # type: ignore[arg-type]
+        return real(self, version, opened, data, merged)  # type: ignore[arg-type]
 
     monkeypatch.setattr(_disk.Disk, "_publish", publish)
     memory_tool(noted).add("the tool's note")

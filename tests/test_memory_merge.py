@@ -113,6 +113,27 @@ pytestmark = pytest.mark.reader_independent
             id="... another line end than the file's",
         ),
         pytest.param(b"- a\n", b"- a\n- x\n", b"- a\n- x\n", b"- a\n- x\n", id="added by both: once"),
+        pytest.param(
+            b"\xef\xbb\xbf",
+            b"\xef\xbb\xbf- W\n",
+            b"\xef\xbb\xbf- X\n",
+            b"\xef\xbb\xbf- W\n- X\n",
+            id="a mark: once",
+        ),
+        pytest.param(
+            b"\xef\xbb\xbf- a\n",
+            b"- a\n- W\n",
+            b"\xef\xbb\xbf- a\n- X\n",
+            b"- a\n- W\n- X\n",
+            id="a mark taken away",
+        ),
+        pytest.param(
+            b"- a\n",
+            b"\xef\xbb\xbf- a\n- W\n",
+            b"- a\n- X\n",
+            b"\xef\xbb\xbf- a\n- W\n- X\n",
+            id="a mark put there",
+        ),
     ],
 )
 def test_the_rules(base: bytes, theirs: bytes, ours: bytes, merged: bytes) -> None:
@@ -120,11 +141,15 @@ def test_the_rules(base: bytes, theirs: bytes, ours: bytes, merged: bytes) -> No
 
 
 _LINES = st.sampled_from([b"- a\n", b"- b\n", b"- c\n", b"  x\n", b"\ty\n", b"\n", b"# h\n", b"- d\r\n"])
-_TEXTS = st.lists(_LINES, max_size=8).map(b"".join)
+_TEXTS = st.builds(
+    lambda mark, lines: mark + b"".join(lines),
+    st.sampled_from([b"", b"\xef\xbb\xbf"]),
+    st.lists(_LINES, max_size=8),
+)
 
 
 def _counts(text: bytes) -> Counter[bytes]:
-    return Counter(text.splitlines(keepends=True))
+    return Counter(text.removeprefix(b"\xef\xbb\xbf").splitlines(keepends=True))
 
 
 @given(_TEXTS, _TEXTS)
@@ -155,9 +180,14 @@ def test_no_line_comes_from_nowhere(base: bytes, theirs: bytes, ours: bytes) -> 
 @given(_TEXTS, _TEXTS, _TEXTS)
 def test_theirs_in_their_order(base: bytes, theirs: bytes, ours: bytes) -> None:
     # The lines only theirs holds, each once, are in the result in theirs' order.
-    merged = merge3(base, theirs, ours).splitlines(keepends=True)
+    merged = merge3(base, theirs, ours).removeprefix(b"\xef\xbb\xbf").splitlines(keepends=True)
     others = _counts(base) + _counts(ours)
     once = {line for line, count in _counts(theirs).items() if count == 1 and line not in others}
-    order = [line for line in theirs.splitlines(keepends=True) if line in once]
+    order = [line for line in theirs.removeprefix(b"\xef\xbb\xbf").splitlines(keepends=True) if line in once]
     iterator = iter(merged)
     assert all(any(line == seen for seen in iterator) for line in order)
+
+
+@given(_TEXTS, _TEXTS, _TEXTS)
+def test_a_byte_order_mark_only_at_the_start(base: bytes, theirs: bytes, ours: bytes) -> None:
+    assert b"\xef\xbb\xbf" not in merge3(base, theirs, ours)[1:]

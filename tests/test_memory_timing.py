@@ -363,6 +363,28 @@ if where == "after a beaten exchange":  # an editor's save by rename lands betwe
     _system.Folder.exchange = exchange
 elif where == "at the directory's sync":  # the new file is in place; nothing after it has run
     _system.Folder.sync = lambda self: stop()
+elif where == "before the rename over the name":  # no exchange: the file read is linked; a save or rm lands
+    real_rename = _system.Folder.rename
+    def rename(self, old, new):
+        if new == b"MEMORY.md":
+            path = os.path.join(home, "MEMORY.md")
+            if sys.argv[6] == "rm":
+                os.unlink(path)
+            else:
+                with open(path + ".swp", "w") as handle:
+                    handle.write(sys.argv[6])
+                os.replace(path + ".swp", path)
+            stop()
+        real_rename(self, old, new)
+    _system.Folder.rename = rename
+elif where == "after the link of a first file":  # no RENAME_NOREPLACE: a hard link, then the unlink
+    _system.rename_noreplace = lambda dirfd, first, second: False
+    real_link = _system.Folder.link
+    def link(self, old, new):
+        real_link(self, old, new)
+        if new == b"MEMORY.md":
+            stop()
+    _system.Folder.link = link
 tool = memory_tool(home)
 getattr(tool, action)(text)
 """
@@ -476,3 +498,65 @@ def test_a_tool_killed_while_writing_its_record_leaves_the_file_as_it_was(
     memory_tool(home).add("after")
     assert memory.read_text() == BEFORE + "- after\n"
     assert [name for name in tool_files(home) if "-" in name] == LAST_CHANGES
+
+
+@pytest.mark.parametrize(
+    ("act", "after"),
+    [
+        (
+            BEFORE + "- tool note\n- the editor's note\n",
+            BEFORE + "- W\n- tool note\n- the editor's note\n- after\n",
+        ),
+        ("rm", "- W\n- after\n"),
+    ],
+    ids=["a save by rename", "an rm"],
+)
+def test_without_exchange_a_tool_killed_before_its_rename_merges_later(
+    home: Path, memory: Path, act: str, after: str
+) -> None:
+    # What the killed change merged from a kept file is not merged: its new text never went in place.
+    appender = os.open(memory, os.O_WRONLY | os.O_APPEND)  # a shell's `exec 3>>MEMORY.md`, held
+    try:
+        memory_tool(home).add("tool note")  # the appender's file is kept
+        os.write(appender, b"- W\n")
+        kill_at(home, "before the rename over the name", "add", "K", "link and rename", act)
+    finally:
+        os.close(appender)
+    memory_tool(home).add("after")
+    assert memory.read_text() == after
+
+
+def test_a_first_file_linked_in_place_by_a_killed_tool_merged_once(home: Path, memory: Path) -> None:
+    appender = os.open(memory, os.O_WRONLY | os.O_APPEND)  # a shell's `exec 3>>MEMORY.md`, held
+    try:
+        memory_tool(home).add("tool note")  # the appender's file is kept
+        os.write(appender, b"- W\n")
+        memory.unlink()  # a person's rm: the file goes, the late line stays
+        kill_at(home, "after the link of a first file", "add", "K", "link and rename")
+        assert memory.read_text() == "- W\n- K\n"
+        memory_tool(home).add("after")
+    finally:
+        os.close(appender)
+    assert memory.read_text() == "- W\n- K\n- after\n"
+
+
+def test_a_kept_files_own_record_is_newer_than_what_an_old_change_merged(home: Path, memory: Path) -> None:
+    # Two appenders: one holds the first file (kept from the first change on), one the second, so
+    # that the record of the second change, which says what it merged of the first, stays too.
+    first = os.open(memory, os.O_WRONLY | os.O_APPEND)
+    try:
+        tool = memory_tool(home)
+        tool.add("T0")
+        second = os.open(memory, os.O_WRONLY | os.O_APPEND)
+        try:
+            os.write(first, b"- W1\n")
+            tool.add("T1")  # merges W1; keeps the file the second appender holds
+            os.write(first, b"- W2\n")
+            tool.add("T2")  # merges W2
+            tool.remove("W1")  # lets go of the file T2 replaced, and its record: T1's stays
+            tool.add("T4")  # W2 is merged: not again
+        finally:
+            os.close(second)
+    finally:
+        os.close(first)
+    assert memory.read_text() == BEFORE + "- W2\n- T0\n- T1\n- T2\n- T4\n"

@@ -173,24 +173,25 @@ class Disk:
             kept = _replaced.find(self._folder, self._file)
             for _ in range(_TRIES):
                 try:
-                    merged = self._try(transform, kept)
+                    merged, token = self._try(transform, kept)
                 except _Again:
                     kept = _replaced.find(self._folder, self._file)
                     continue
                 _replaced.settle(self._folder, self._file, kept, merged)
+                _replaced.forget(self._folder, self._file, token)
                 return
         raise Refused(errno.EBUSY, f"{self.name} kept changing while it was rewritten: try again")
 
     # -- one try --------------------------------------------------------------------------
 
-    def _try(self, transform: Callable[[bytes], bytes], kept: list[Replaced]) -> list[Seen]:
-        """Read, fold the kept files in, transform, swap; what each kept file held when merged."""
+    def _try(self, transform: Callable[[bytes], bytes], kept: list[Replaced]) -> tuple[list[Seen], bytes]:
+        """Read, fold the kept files in, transform, swap; what each kept file held when merged; its token."""
         opened = self._open(lease=True)
         try:
             version = _read_fd(opened.fd, self.name) if opened is not None else Version(b"", None, 0o644)
             text, seen = _replaced.fold(self._folder, self._file, kept, version.data)
-            self._publish(version, opened, transform(text), _replaced.merged(kept, seen))
-            return seen
+            token = self._publish(version, opened, transform(text), _replaced.merged(kept, seen))
+            return seen, token
         finally:
             if opened is not None:
                 if opened.lease is Lease.HELD:
@@ -199,8 +200,11 @@ class Disk:
 
     def _publish(
         self, version: Version, opened: _Open | None, data: bytes, merged: list[tuple[bytes, bytes]]
-    ) -> None:
-        """Put ``data`` in place of ``version``; ``merged``: what it merged of each kept file, recorded."""
+    ) -> bytes:
+        """Put ``data`` in place of ``version``; ``merged``: what it merged of each kept file, recorded.
+
+        The token of its ``.tmp-`` and record.
+        """
         token = new_token()
         temp, _ = names(self._file, token)
         fd = self._folder.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, version.mode)
@@ -224,6 +228,7 @@ class Disk:
             self._discard(token)
             raise
         self._folder.sync()
+        return token
 
     def _create(self, token: bytes, new: NewText, merged: list[tuple[bytes, bytes]]) -> None:
         """Give the new file the name, which no file has: ``_Again`` if one has appeared meanwhile.
@@ -271,15 +276,7 @@ class Disk:
         assert version.ident is not None
         held = new_token()
         held_temp, _ = names(self._file, held)
-        record(
-            self._folder,
-            self._file,
-            held,
-            version.ident[:2],
-            version.data,
-            new=change.new,
-            merged=change.merged,
-        )
+        record(self._folder, self._file, held, version.ident[:2], version.data)
         try:
             self._folder.link(self._file, held_temp)
         except FileNotFoundError:
@@ -289,11 +286,12 @@ class Disk:
             self._discard(held)
             raise _Again  # the name led elsewhere by then: start again on what it leads to
         self._folder.rename(names(self._file, token)[0], self._file)
-        self._discard(token)  # its record only: the new file is at the name
+        if not change.merged:  # else its record stays: it says that what the change merged is merged
+            self._discard(token)
         if self._writer_coming(opened):
-            self._put_back(held, change.new.ident, change.data)
+            self._put_back(held, token, change)
 
-    def _put_back(self, held: bytes, new: tuple[int, int], data: bytes) -> None:
+    def _put_back(self, held: bytes, token: bytes, change: _Change) -> None:
         """Without exchange, as ``_swap_back``: the file read back at the name, the new file kept.
 
         A second name for the new file, then the file read renamed over the
@@ -301,9 +299,10 @@ class Disk:
         rename landed meanwhile), nothing is put back: the writer that waits
         writes into the kept file, which the next change merges.
         """
+        new = change.new.ident
         kept = new_token()
         kept_temp, _ = names(self._file, kept)
-        record(self._folder, self._file, kept, new, data)
+        record(self._folder, self._file, kept, new, change.data)
         try:
             self._folder.link(self._file, kept_temp)
         except FileNotFoundError:
@@ -313,6 +312,10 @@ class Disk:
             self._discard(kept)
             return
         held_temp, held_was = names(self._file, held)
+        # The new text leaves the name: what it merged is not merged. (A kill between these two
+        # steps merges it again: twice rather than never.)
+        with suppress(FileNotFoundError):  # it merged nothing: its record is gone already
+            self._folder.unlink(names(self._file, token)[1])
         self._folder.rename(held_temp, self._file)
         with suppress(FileNotFoundError):
             self._folder.unlink(held_was)
@@ -326,17 +329,13 @@ class Disk:
         save by rename replaced it meanwhile (made from it, or from the file
         before it), that save: either way the next try merges what it holds
         beyond ``data`` (a line the save holds and the file put back holds
-        too is kept once). Its record makes way for one of what is kept, under
-        a new token, so that one whole record names it throughout.
+        too is kept once). Its record is made plain, the record of what is
+        kept: the new text is not in place, so what it merged is not merged.
         """
-        temp, was = names(self._file, token)
+        temp = names(self._file, token)[0]
         if not self._folder.exchange(temp, self._file):  # pragma: no cover - it just worked
             raise OSError(errno.EIO, f"{self.name}: could not swap the other writer's file back")
-        kept = new_token()
-        record(self._folder, self._file, kept, _ident(self._folder.stat(temp))[:2], data)
-        self._folder.rename(temp, names(self._file, kept)[0])
-        with suppress(FileNotFoundError):
-            self._folder.unlink(was)
+        _replaced.rewrite(self._folder, self._file, token, _ident(self._folder.stat(temp))[:2], data)
         raise _Raced
 
     def _writer_coming(self, opened: _Open) -> bool:
@@ -352,7 +351,8 @@ class Disk:
             return False
 
     def _discard(self, token: bytes) -> None:
-        for name in names(self._file, token):
+        """Remove a new text never put in place: its record first (see ``_replaced._in_place``)."""
+        for name in reversed(names(self._file, token)):
             with suppress(FileNotFoundError):
                 self._folder.unlink(name)
 

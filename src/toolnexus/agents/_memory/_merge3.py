@@ -16,7 +16,9 @@ compared with their line end, so that a change of line ends is a change.
 The base's last line, when it has no line end, is that one line whatever
 line end either side gave it: a writer may finish it later (``- b`` then
 ``\r\n``, or ``- b\r`` then ``\n``) after the tool ended it; where the
-writer finished it, the writer's bytes are the line's. Lines that start
+writer finished it, the writer's bytes are the line's. A byte order mark
+is no part of the first line: it stays, or goes if the writer took it
+away. Lines that start
 with a space or a tab continue the line before them (an entry's further
 lines): those added after a line that the other side removed would
 continue someone else's entry, so a blank line goes before them, and
@@ -31,6 +33,8 @@ from difflib import SequenceMatcher
 from typing import NamedTuple
 
 __all__ = ["merge3"]
+
+_BOM = b"\xef\xbb\xbf"
 
 
 class _Changes(NamedTuple):
@@ -120,6 +124,15 @@ def merge3(base: bytes, theirs: bytes, ours: bytes) -> bytes:
     """``ours`` with what ``theirs`` changed since ``base``: see the module."""
     if theirs == base:
         return ours
+    # A byte order mark is no part of the first line: the lines are merged without it, and
+    # it is there after if theirs put it there or took it away, else if ours has it.
+    base_mark, their_mark, our_mark = (text.startswith(_BOM) for text in (base, theirs, ours))
+    mark = their_mark if their_mark != base_mark else our_mark
+    merged = _merge_lines(base.removeprefix(_BOM), theirs.removeprefix(_BOM), ours.removeprefix(_BOM))
+    return _BOM + merged if mark else merged
+
+
+def _merge_lines(base: bytes, theirs: bytes, ours: bytes) -> bytes:
     base_lines, their_lines, our_lines = _lines(base), _lines(theirs), _lines(ours)
     key = _keyer(base_lines)
     their_changes, theirs_kept = _changes(base_lines, their_lines, key)

@@ -52,11 +52,13 @@ __all__ = [
     "Seen",
     "find",
     "fold",
+    "forget",
     "merged",
     "names",
     "new_text",
     "new_token",
     "record",
+    "rewrite",
     "settle",
     "write_all",
 ]
@@ -143,13 +145,21 @@ def record(
         os.close(fd)
 
 
+def rewrite(folder: Folder, file: bytes, token: bytes, ident: tuple[int, int], base: bytes) -> None:
+    """Make the record of ``.FILE.tmp-TOKEN`` say only that it is ``ident`` and held ``base``.
+
+    Written under a token of its own, then renamed over the old record: one
+    whole record names the kept file at every instant (a record alone is
+    cleared by ``find``).
+    """
+    scratch = new_token()
+    record(folder, file, scratch, ident, base)
+    folder.rename(names(file, scratch)[1], names(file, token)[1])
+
+
 def renew(folder: Folder, file: bytes, replaced: Replaced, base: bytes) -> None:
-    """Bring a kept file's record up to ``base``, under a new token: one whole record names it throughout."""
-    token = new_token()
-    record(folder, file, token, replaced.ident, base)
-    old_temp, old_was = names(file, replaced.token)
-    folder.rename(old_temp, names(file, token)[0])
-    _remove(folder, old_was)
+    """Bring a kept file's record up to ``base``: what was merged of it."""
+    rewrite(folder, file, replaced.token, replaced.ident, base)
 
 
 class _Record(NamedTuple):
@@ -201,6 +211,11 @@ def _parse(data: bytes) -> _Record | None:
 
 
 def _remove(folder: Folder, *found: bytes) -> None:
+    """Remove these names, in order: a record before its kept file.
+
+    So a record of a new text never outlives that text's ``.tmp-T`` unless
+    the text went in place (``_in_place``).
+    """
     for name in found:
         with suppress(FileNotFoundError, IsADirectoryError, PermissionError):  # a directory: not ours
             folder.unlink(name)
@@ -246,35 +261,38 @@ def find(folder: Folder, file: bytes) -> list[Replaced]:
             ident = _ident(folder.stat(temp)) if token in temps else None
         except OSError:
             ident = None
-        if ident is None and loaded is not None and _first_in_place(loaded, current, temps):
-            swapped.append(loaded)  # it goes once the files it merged have records of their own
-            continue
-        if (
-            loaded is None
-            or ident is None
-            or ident == current
-            or (base := _base(folder, temp, loaded, ident)) is None
-        ):
-            _remove(folder, temp, was)
+        merged = False  # does this record say what is merged, of kept files still kept?
+        if loaded is not None and _in_place(loaded, ident, current) and not temps.isdisjoint(loaded.merged):
+            swapped.append(loaded)
+            merged = True
+        if ident is None or ident == current:  # a record alone, or an extra name of the memory file
+            _remove(folder, *([] if merged else [was]), *([temp] if ident is not None else []))
+            continue  # the record of a new text in place stays while the files it merged are kept
+        if loaded is None or (base := _base(folder, temp, loaded, ident)) is None:
+            _remove(folder, was, temp)
             continue
         kept.append(Replaced(token, ident, loaded.since, base))
-        if loaded.new is None or ident != loaded.new.ident:
-            swapped.append(loaded)
-    advanced: dict[bytes, bytes] = {}
+    advanced: dict[bytes, tuple[int, bytes]] = {}
     for loaded in sorted(swapped, key=lambda loaded: loaded.since):  # a later merge goes further
-        advanced.update(loaded.merged)
+        advanced.update((token, (loaded.since, data)) for token, data in loaded.merged.items())
     kept = [
-        replaced._replace(base=advanced[replaced.token], advanced=True)
-        if replaced.token in advanced
+        replaced._replace(base=advanced[replaced.token][1], advanced=True)
+        if advanced.get(replaced.token, (0, b""))[0] > replaced.since  # else its own record is newer
         else replaced
         for replaced in kept
     ]
     return sorted(kept, key=lambda replaced: replaced.since)
 
 
-def _first_in_place(loaded: _Record, current: tuple[int, int] | None, temps: set[bytes]) -> bool:
-    """Is this the record of a first file, now at the name, that merged kept files still there?"""
-    return loaded.new is not None and loaded.new.ident == current and not temps.isdisjoint(loaded.merged)
+def _in_place(loaded: _Record, ident: tuple[int, int] | None, current: tuple[int, int] | None) -> bool:
+    """Was the record's new text put in place? Not while ``.tmp-T`` is that text, apart from the name.
+
+    ``.tmp-T`` is renamed over the name (then it is gone), exchanged with the
+    file at the name (then it is another file), or linked to the name (then
+    it is the file at the name); the record goes before it whenever the new
+    text is thrown away, and is made plain when it is swapped back.
+    """
+    return loaded.new is not None and (ident is None or ident != loaded.new.ident or ident == current)
 
 
 def _base(folder: Folder, temp: bytes, loaded: _Record, ident: tuple[int, int]) -> bytes | None:
@@ -359,6 +377,15 @@ def fold(folder: Folder, file: bytes, kept: list[Replaced], text: bytes) -> tupl
     return text, seen
 
 
+def forget(folder: Folder, file: bytes, token: bytes) -> None:
+    """Once a change is settled, the record of its new text goes if it names no kept file."""
+    temp, was = names(file, token)
+    try:
+        folder.stat(temp)
+    except FileNotFoundError:
+        _remove(folder, was)
+
+
 def merged(kept: list[Replaced], seen: list[Seen]) -> list[tuple[bytes, bytes]]:
     """What ``fold`` merged, for the record of the change: per kept file, its token and what it held."""
     return [
@@ -377,7 +404,7 @@ def settle(folder: Folder, file: bytes, kept: list[Replaced], seen: list[Seen]) 
     for replaced, look in zip(kept, seen, strict=True):
         temp, was = names(file, replaced.token)
         if look.data is None:
-            _remove(folder, temp, was)
+            _remove(folder, was, temp)
             continue
         if not look.merged:
             continue  # a writer is rewriting it: a later change merges it
@@ -393,7 +420,7 @@ def settle(folder: Folder, file: bytes, kept: list[Replaced], seen: list[Seen]) 
     overflow = unvouched[: max(0, len(unvouched) - MAX_KEPT)]
     stale += [replaced for replaced in overflow if replaced not in stale]
     for replaced in stale:
-        _remove(folder, *names(file, replaced.token))
+        _remove(folder, *reversed(names(file, replaced.token)))
 
 
 def _let_go_unless_written(folder: Folder, temp: bytes, was: bytes, merged: bytes) -> Lease:
@@ -412,7 +439,7 @@ def _let_go_unless_written(folder: Folder, temp: bytes, was: bytes, merged: byte
         if writers is not Lease.HELD:
             return writers
         if _read_all(fd) == merged and not lease_broken(fd):
-            _remove(folder, temp, was)
+            _remove(folder, was, temp)
             return Lease.HELD
         return Lease.WRITERS  # written since it was merged, or about to be: the next change merges it
     finally:
