@@ -23,6 +23,7 @@ import os
 import pickle
 import re
 import sys
+import time
 import traceback
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -245,3 +246,19 @@ def check_note() -> str:
         "toolnexus-soul: note: pure-Python reader: the compiled one is not built here;"
         " composing is several times slower\n"
     )
+
+
+def waiting_on_a_lease(task: Path, alive: Callable[[], bool]) -> None:
+    """Return once ``task`` (``/proc/PID``, ``/proc/self/task/TID``) waits for a lease, or is done.
+
+    Its ``wchan`` says where it sleeps (``0`` while it runs). Where the
+    kernel hides that, it is given five seconds.
+    """
+    deadline = time.monotonic() + 5
+    while alive() and time.monotonic() < deadline:
+        try:
+            if (task / "wchan").read_text() == "__break_lease":
+                return
+        except OSError:
+            return
+        time.sleep(0.002)

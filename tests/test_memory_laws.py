@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import tool_files
+from conftest import tool_files, waiting_on_a_lease
 from memory_worker import operations, perform
 from toolnexus.agents import SoulCache, compose, memory_tool
 from toolnexus.agents._memory import _disk, _system
@@ -254,7 +254,7 @@ def test_an_editor_saving_in_place_between_read_and_write(
         if not calls:  # the tool has read and changed the text; the editor opens the file now
             editors.append(threading.Thread(target=save_in_place))
             editors[0].start()
-            time.sleep(0.05)
+            waiting_on_a_lease(Path(f"/proc/self/task/{editors[0].native_id}"), editors[0].is_alive)
         calls.append(data)
         return real(self, version, opened, data, merged)  # type: ignore[arg-type]
 

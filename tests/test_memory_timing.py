@@ -16,14 +16,13 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from conftest import tool_files
+from conftest import tool_files, waiting_on_a_lease
 from toolnexus.agents import memory_tool
 from toolnexus.agents._memory import _disk, _replaced, _system
 
@@ -214,7 +213,7 @@ def at_the_swap(monkeypatch: pytest.MonkeyPatch, act: Callable[[], None]) -> Ite
 def truncate_in_another_process(path: Path) -> subprocess.Popen[bytes]:
     """A person's truncate(1): it waits while the tool holds its lease, then empties the file it opened."""
     child = subprocess.Popen([sys.executable, "-c", "import os, sys; os.truncate(sys.argv[1], 0)", str(path)])
-    time.sleep(0.05)  # resolved the name, and waiting on the lease
+    waiting_on_a_lease(Path(f"/proc/{child.pid}"), lambda: child.poll() is None)
     return child
 
 

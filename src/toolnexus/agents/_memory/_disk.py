@@ -328,8 +328,7 @@ class Disk:
         appended to it in the microseconds it stood at the name; or, if a
         save by rename replaced it meanwhile (made from it, or from the file
         before it), that save: either way the next try merges what it holds
-        beyond ``data`` (a line the save holds and the file put back holds
-        too is kept once). Its record is made plain, the record of what is
+        beyond ``data``. Its record is made plain, the record of what is
         kept: the new text is not in place, so what it merged is not merged.
         """
         temp = names(self._file, token)[0]

@@ -9,7 +9,7 @@ place they were added, in their order; its lines removed. What ``ours``
 changed since ``base`` stays; where both changed one line, both changes
 stay (theirs first): a diff of lines cannot tell an edit of a line from a
 removal beside an addition, and either side's lines may be the only copy.
-A line both added at one place is there once.
+A line both added at one place is there twice: each is someone's.
 
 Lines end at ``\n`` only (a lone ``\r`` is text, as in an entry) and are
 compared with their line end, so that a change of line ends is a change.
@@ -27,7 +27,6 @@ they continue none.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Sequence
 from difflib import SequenceMatcher
 from typing import NamedTuple
@@ -88,18 +87,6 @@ def _changes(
     return changes, kept
 
 
-def _not_in(lines: Sequence[bytes], emitted: Sequence[bytes], key: Callable[[bytes], bytes]) -> list[bytes]:
-    """``lines`` less those ``emitted`` already, each once: both sides added them at one place."""
-    left = Counter(map(key, emitted))
-    kept = []
-    for line in lines:
-        if left[key(line)] > 0:
-            left[key(line)] -= 1
-        else:
-            kept.append(line)
-    return kept
-
-
 def _continues(line: bytes) -> bool:
     return line[:1] in (b" ", b"\t")
 
@@ -141,7 +128,7 @@ def _merge_lines(base: bytes, theirs: bytes, ours: bytes) -> bytes:
     merged: list[bytes] = []
     for index in range(len(base_lines) + 1):
         their_head, their_rest = _head(their_changes.before[index])
-        our_head, our_rest = _head(_not_in(our_changes.before[index], their_changes.before[index], key))
+        our_head, our_rest = _head(our_changes.before[index])
         # Lines that continue the base line before them: right after it, theirs first, then the
         # lines that start entries or other text (theirs first: where they wrote them).
         after_line = index > 0 and not their_changes.gone[index - 1] and not our_changes.gone[index - 1]
