@@ -157,10 +157,42 @@ def _serve(home: Home) -> int:
             await server.run(read, write, server.create_initialization_options())
 
     try:
+        st = os.fstat(sys.stdout.fileno())
+        wire: tuple[int, int] | None = (st.st_dev, st.st_ino)
+    except (AttributeError, ValueError, OSError):  # a stream without a descriptor
+        wire = None
+    try:
         anyio.run(serve)
     except BaseException as exc:  # each kind is told in one line, or is a status
-        return _ended(exc)
+        status = _ended(exc)
+        if status == _EXIT_PIPE and wire is not None:
+            _quiet_copies(wire)
+        return status
     return 0
+
+
+def _quiet_copies(wire: tuple[int, int]) -> None:
+    """Point every descriptor on the gone reader's pipe at /dev/null.
+
+    The SDK serves from a copy of standard output's descriptor, whose last
+    flush, when the interpreter ends, would fail on the broken pipe and say
+    so on standard error.
+    """
+    try:
+        descriptors = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:  # no /proc: the descriptors a process usually has
+        descriptors = list(range(256))
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        for fd in descriptors:
+            try:
+                st = os.fstat(fd)
+            except OSError:
+                continue
+            if fd != devnull and (st.st_dev, st.st_ino) == wire:
+                os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
 
 
 def _interrupted(signum: int, frame: object) -> None:
