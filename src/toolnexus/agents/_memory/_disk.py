@@ -285,9 +285,9 @@ class Disk:
         if _ident(self._folder.stat(held_temp))[:2] != version.ident[:2]:
             self._discard(held)
             raise _Again  # the name led elsewhere by then: start again on what it leads to
+        # Its record stays until the change is settled (``_replaced.forget``): it says that what
+        # the change merged is merged.
         self._folder.rename(names(self._file, token)[0], self._file)
-        if not change.merged:  # else its record stays: it says that what the change merged is merged
-            self._discard(token)
         if self._writer_coming(opened):
             self._put_back(held, token, change)
 
@@ -314,8 +314,7 @@ class Disk:
         held_temp, held_was = names(self._file, held)
         # The new text leaves the name: what it merged is not merged. (A kill between these two
         # steps merges it again: twice rather than never.)
-        with suppress(FileNotFoundError):  # it merged nothing: its record is gone already
-            self._folder.unlink(names(self._file, token)[1])
+        self._folder.unlink(names(self._file, token)[1])
         self._folder.rename(held_temp, self._file)
         with suppress(FileNotFoundError):
             self._folder.unlink(held_was)

@@ -31,9 +31,9 @@ from collections.abc import Callable, Sequence
 from difflib import SequenceMatcher
 from typing import NamedTuple
 
-__all__ = ["merge3"]
+from .._format import BOM
 
-_BOM = b"\xef\xbb\xbf"
+__all__ = ["merge3"]
 
 
 class _Changes(NamedTuple):
@@ -113,10 +113,10 @@ def merge3(base: bytes, theirs: bytes, ours: bytes) -> bytes:
         return ours
     # A byte order mark is no part of the first line: the lines are merged without it, and
     # it is there after if theirs put it there or took it away, else if ours has it.
-    base_mark, their_mark, our_mark = (text.startswith(_BOM) for text in (base, theirs, ours))
+    base_mark, their_mark, our_mark = (text.startswith(BOM) for text in (base, theirs, ours))
     mark = their_mark if their_mark != base_mark else our_mark
-    merged = _merge_lines(base.removeprefix(_BOM), theirs.removeprefix(_BOM), ours.removeprefix(_BOM))
-    return _BOM + merged if mark else merged
+    merged = _merge_lines(base.removeprefix(BOM), theirs.removeprefix(BOM), ours.removeprefix(BOM))
+    return BOM + merged if mark else merged
 
 
 def _merge_lines(base: bytes, theirs: bytes, ours: bytes) -> bytes:

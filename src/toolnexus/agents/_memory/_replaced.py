@@ -157,11 +157,6 @@ def rewrite(folder: Folder, file: bytes, token: bytes, ident: tuple[int, int], b
     folder.rename(names(file, scratch)[1], names(file, token)[1])
 
 
-def renew(folder: Folder, file: bytes, replaced: Replaced, base: bytes) -> None:
-    """Bring a kept file's record up to ``base``: what was merged of it."""
-    rewrite(folder, file, replaced.token, replaced.ident, base)
-
-
 class _Record(NamedTuple):
     ident: tuple[int, int]
     since: int
@@ -266,8 +261,9 @@ def find(folder: Folder, file: bytes) -> list[Replaced]:
             swapped.append(loaded)
             merged = True
         if ident is None or ident == current:  # a record alone, or an extra name of the memory file
-            _remove(folder, *([] if merged else [was]), *([temp] if ident is not None else []))
-            continue  # the record of a new text in place stays while the files it merged are kept
+            # The record of a new text in place stays while the files it merged are kept.
+            _remove(folder, *(() if merged else (was,)), *(() if ident is None else (temp,)))
+            continue
         if loaded is None or (base := _base(folder, temp, loaded, ident)) is None:
             _remove(folder, was, temp)
             continue
@@ -412,7 +408,7 @@ def settle(folder: Folder, file: bytes, kept: list[Replaced], seen: list[Seen]) 
         if writers is Lease.HELD:
             continue  # gone: no process had it open for writing, and none can open it now
         if look.data != replaced.base or replaced.advanced:  # merged up to here: later writes come after
-            renew(folder, file, replaced, look.data)
+            rewrite(folder, file, replaced.token, replaced.ident, look.data)
         elif writers is Lease.UNAVAILABLE:
             unvouched.append(replaced)
     now = time.time_ns()
