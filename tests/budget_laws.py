@@ -1,4 +1,4 @@
-"""The six laws of budgets (docs/format.md, section 12), checked on a composed soul.
+"""The six laws of budgets (docs/reference/budgets.md), checked on a composed soul.
 
 Written from the page, not from the code: ``check_laws`` takes the files of
 a home as bytes, the cap, the budget and the ``Soul`` that ``compose`` made

@@ -168,7 +168,7 @@ def tool_files(home: Path) -> list[str]:
     """The home's names, a kept file's token and its record's as ``*``: what a memory tool leaves there.
 
     A change keeps the file it replaced, with its record, until the next one
-    (docs/format.md section 14): ``.NAME.tmp-*`` and ``.NAME.was-*``.
+    (docs/reference/memory-file.md): ``.NAME.tmp-*`` and ``.NAME.was-*``.
     """
     return sorted(re.sub(r"\.(tmp|was)-[0-9a-f]{16}$", r".\1-*", name) for name in os.listdir(home))
 

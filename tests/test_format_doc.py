@@ -1,4 +1,4 @@
-"""Every example table of docs/format.md holds, on both readers.
+"""Every example table of the format's pages (docs/format.md, docs/reference/) holds, on both readers.
 
 Tables follow an HTML comment ``<!-- format-examples: bodies -->`` (one
 ``MEMORY.md`` per row: its bytes, the cap, the section body),
@@ -30,7 +30,8 @@ from toolnexus.agents import (
     memory_tool,
 )
 
-FORMAT = Path(__file__).resolve().parents[1] / "docs" / "format.md"
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+FORMAT = (DOCS / "format.md", *(DOCS / "reference" / f"{page}.md" for page in ("budgets", "memory-file")))
 # The counts a budget row may name (its "count" field).
 COUNTS: dict[str, Callable[[str], int]] = {
     "words": lambda s: len(s.split()),
@@ -41,7 +42,8 @@ TABLE = re.compile(r"<!-- format-examples: (\w+) -->\n\|[^\n]*\n\|[^\n]*\n((?:\|
 
 def examples(kind: str) -> list[tuple[str, ...]]:
     rows = []
-    for match in TABLE.finditer(FORMAT.read_text(encoding="utf-8")):
+    text = "".join(page.read_text(encoding="utf-8") for page in FORMAT)
+    for match in TABLE.finditer(text):
         if match.group(1) == kind:
             for line in match.group(2).splitlines():
                 cells = [cell.strip().strip("`") for cell in line.strip().strip("|").split(" | ")]

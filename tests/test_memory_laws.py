@@ -1,4 +1,4 @@
-"""The memory tool's laws (docs/format.md, "The memory file"), each a test.
+"""The memory tool's laws (docs/reference/memory-file.md), each a test.
 
 1. No lost update: threads and processes add, replace and remove at once;
    every acknowledged operation is in the file exactly as it should be.
@@ -312,7 +312,7 @@ def external_writers_lost(home: Path, mode: str, count: int, tool_ops: int) -> i
 
 
 def most_lost(mode: str, count: int) -> int:
-    """What the law allows a writer of ``mode`` to lose: none, but for the window docs/format.md counts.
+    """What the law allows a writer of ``mode`` to lose: none, but the window the memory page counts.
 
     An editor saving by rename that reads in the microseconds a beaten swap
     stands at the name, and saves after, saves a text without its own last

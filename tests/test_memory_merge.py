@@ -1,4 +1,4 @@
-"""The merge of what another writer did to a kept file into the memory file (docs/format.md section 14).
+"""The merge of what another writer did to a kept file into the memory file (docs/reference/memory-file.md).
 
 ``merge3(base, theirs, ours)``: ``base`` is what the kept file held when it
 was kept, ``theirs`` what it holds now, ``ours`` the memory file now. The

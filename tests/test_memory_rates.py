@@ -1,6 +1,6 @@
 """Law 2 under load, counted: writers that take no lock, against two busy tools, many times over (slow).
 
-Each test prints what it counts, for the numbers docs/format.md section 14
+Each test prints what it counts, for the numbers docs/reference/memory-file.md
 quotes: notes of another writer lost or torn, lines a person removed that
 came back, tools that failed. The law says none, where the file system
 exchanges names; where it cannot, the one window (a save by rename or a
@@ -70,7 +70,7 @@ def test_saves_of_other_writers_are_whole_and_kept(home: Path, mode: str, exchan
     if mode != "rename":
         assert lost == 0
     else:
-        # The windows docs/format.md section 14 counts: an editor that reads in the microseconds a
+        # The windows docs/reference/memory-file.md counts: an editor that reads in the microseconds a
         # beaten swap stands at the name, and saves after (its save then lacks its own last line);
         # and, without exchange, a save by rename between the tool's link and its rename.
         assert lost <= max(2, len(tokens) // (100 if exchange else 50))

@@ -262,8 +262,9 @@ def test_without_exchange_the_window_between_link_and_rename(
     home: Path, memory: Path, monkeypatch: pytest.MonkeyPatch, act: str
 ) -> None:
     # Where the file system cannot exchange names, what lands in the microseconds between the
-    # tool's link of the file it read and its rename over the name is replaced: docs/format.md
-    # section 14 says so, with the rate measured under load (test_rates_without_exchange).
+    # tool's link of the file it read and its rename over the name is replaced: the memory file's
+    # page (docs/reference/memory-file.md) says so, with the rate measured under load
+    # (test_rates_without_exchange).
     monkeypatch.setattr(_system, "exchange", lambda dirfd, first, second: False)
     real = _system.Folder.rename
 

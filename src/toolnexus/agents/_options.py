@@ -53,7 +53,7 @@ _NOT_IN_A_NAME: Final = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff
 
 @dataclass(frozen=True)
 class Budget:
-    """How big a soul may be, and how it is measured (see docs/format.md, "Budgets").
+    """How big a soul may be, and how it is measured (see docs/reference/budgets.md).
 
     ``total`` limits the whole soul, section headings and cut markers
     included; ``per_file`` limits each file's kept body, markers excluded.

@@ -233,7 +233,7 @@ class Soul:
         return self.text
 
     def as_dict(self) -> dict[str, object]:
-        """JSON-ready form: the same keys whether or not there was a budget (see docs/format.md)."""
+        """JSON-ready form: the same keys with or without a budget (docs/reference/command-line.md)."""
         budget = self.budget
         return {
             "text": self.text,

@@ -1,7 +1,7 @@
 """Prompt budgets: fit a soul to a model's window, and say what was cut.
 
 ``compose_budgeted`` composes one home under ``options.budget`` as
-docs/format.md section 12 lays down:
+docs/reference/budgets.md lays down:
 
 1. it composes the home plainly, each file capped at what the budget could
    keep whole (``_first``): when that soul is whole and the budget holds

@@ -1,4 +1,4 @@
-"""How a budget shares its total among the files of a soul: laws 2 and 3 of docs/format.md section 12.
+"""How a budget shares its total among the files of a soul: laws 2 and 3 of docs/reference/budgets.md.
 
 ``Measures`` measures headings, markers and bodies in the budget's unit,
 each text once; ``plan`` decides how many files the soul holds (law 3),

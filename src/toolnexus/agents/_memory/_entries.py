@@ -1,6 +1,6 @@
 """The memory file's entries: what an entry is, how one is written, how one is found and shown.
 
-docs/format.md, "The memory file": an *entry* is a line that starts with
+docs/reference/memory-file.md: an *entry* is a line that starts with
 ``- `` and the lines right after it that start with a space or a tab; all
 else in the file is *other text*, which no operation changes. Pure
 functions on the file's text (``decode`` makes it of the file's bytes, every

@@ -7,7 +7,7 @@ file of the home). A host calls ``add``, ``replace``, ``remove`` and
 over minutes, without a lock, and merge the result with what others wrote
 meanwhile (``_consolidate``). Every write goes through ``_disk`` (a lock, a
 fresh read, a compare and swap, nothing lost to another writer); what an
-entry is, is ``_entries``. The rules are in docs/format.md, "The memory file".
+entry is, is ``_entries``. The rules are in docs/reference/memory-file.md.
 """
 
 from __future__ import annotations
