@@ -34,7 +34,17 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final, cast
 
-from .. import BOOTSTRAP_ORDER, Budget, MemoryTool, Soul, SymlinkPolicy, __version__, compose, memory_tool
+from .. import (
+    BOOTSTRAP_ORDER,
+    Budget,
+    MemoryTool,
+    MemoryToolError,
+    Soul,
+    SymlinkPolicy,
+    __version__,
+    compose,
+    memory_tool,
+)
 from ._output import from_bytes_not_utf8, quiet_stdout, say, shown
 from ._parser import usage_error
 
@@ -113,6 +123,9 @@ def run(args: argparse.Namespace) -> int:
         usage_error(args, f"argument --file: {exc}")
     except OSError as exc:
         say(f"{shown(args.dir)}: {exc.strerror or exc}")
+        return 1
+    except MemoryToolError as exc:  # refused on a system where the memory laws are untested
+        say(f"{shown(args.dir)}: {exc.message}")
         return 1
     names = [tool.name for tool in tools]
     if len(set(names)) != len(names):
