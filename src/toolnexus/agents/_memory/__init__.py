@@ -4,10 +4,10 @@
 ``_results`` what it returns; ``_model`` the tool as a model meets it (its
 definition, typed as each SDK types it, and its calls);
 ``_entries`` what an entry is; ``_consolidate`` the merge of a
-consolidation; ``_machine`` the protocol that writes the file without
-losing any other writer's bytes, as a state machine, ``_disk`` its moves,
-``_system`` the system calls they make; ``_errors`` and ``_words`` what the
-tool raises and says.
+consolidation; ``_machine`` the protocol that writes the file, losing no
+other writer's bytes, as a state machine: ``_disk`` its moves, ``_files``
+its reads, ``_system`` its system calls; ``_errors`` and ``_words`` what
+the tool raises and says.
 """
 
 from __future__ import annotations

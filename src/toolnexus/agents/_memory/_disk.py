@@ -14,7 +14,7 @@ import os
 import stat
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Final, NamedTuple
 
 from . import _machine as machine
@@ -38,8 +38,7 @@ _NEW: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL
 
 
 class _Done(NamedTuple):
-    """A change in place: what it put there, what it found in the kept files, its number, what it merged
-    from which, and whether its text holds the file it replaced (exchanged) or went to the name."""
+    """A change in place: its text, the kept files as merged, its number, which it merged, ``held``."""
 
     data: bytes
     looks: list[Look]
@@ -61,8 +60,7 @@ def _token(number: int) -> bytes:
 
 
 class Disk:
-    """One memory file of one home, in the home's directory held open (one descriptor) until ``close``;
-    every operation refuses once the home's path leads to another directory."""
+    """One memory file of one home, whose directory is held open until ``close`` (refused once moved)."""
 
     def __init__(self, home: bytes, name: str) -> None:
         self.home = home
@@ -73,7 +71,7 @@ class Disk:
         self.closed = False
 
     def close(self) -> None:
-        """Let the home's directory go; every operation from now on raises ValueError."""
+        """Let the home's directory go: every operation from now on raises ValueError."""
         self.closed = True
         self._folder.close()
 
@@ -85,16 +83,13 @@ class Disk:
         if opened is None:
             return NO_FILE
         try:
-            return self._files.version(opened[0])
+            return self._files.version(opened.fd)
         finally:
-            close(opened[0])
+            close(opened.fd)
 
     def change(self, transform: Callable[[bytes], bytes]) -> bytes:
-        """Put ``transform(data)`` in the place of the file's ``data``; what was put there.
-
-        ``transform`` may raise to make no change; it is called again when
-        another writer changed the file meanwhile.
-        """
+        """Put ``transform(data)`` in place of the file's ``data`` (called again if another writer beat it;
+        raising, it makes no change); what was put there."""
         _step(State.LOCKED)
         self._check_home()
         with self._locked():
@@ -119,7 +114,7 @@ class Disk:
         _step(State.READ)
         opened = self._files.open(lease=True)
         try:
-            version = self._files.version(opened[0]) if opened is not None else NO_FILE
+            version = self._files.version(opened.fd) if opened is not None else NO_FILE
             looks = [self._files.look(one) for one in kept]
             text, merged = version.data, {}
             for one, look in zip(kept, looks, strict=True):
@@ -129,7 +124,7 @@ class Disk:
             data = transform(text)
             token = _token(machine.next_token(taken))
             _step(State.WRITTEN)
-            ino = self._write(names(self._file, token)[0], data, version, text=True).st_ino
+            ino = self._write(names(self._file, token).text, data, version, text=True).st_ino
             record = Record(machine.NewText(ino, len(data), machine.digest(data)), version.data, merged)
             held = opened is not None and version.ident is not None  # exchanged: its text holds the file read
             if not held:
@@ -144,9 +139,9 @@ class Disk:
             return _Done(data, looks, token, set(merged), held)
         finally:
             if opened is not None:
-                if opened[1] is Lease.HELD:
-                    system.release_lease(opened[0])
-                close(opened[0])
+                if opened.lease is Lease.HELD:
+                    system.release_lease(opened.fd)
+                close(opened.fd)
 
     def _create(self, token: bytes, record: Record) -> None:
         """No file at the name: give the new text the name, never over a file that appeared meanwhile."""
@@ -168,8 +163,7 @@ class Disk:
             self._remove(text_name)  # LINKED: a name only, removed by the next change if not now
 
     def _swap(self, version: Version, opened: Opened, token: bytes, record: Record, data: bytes) -> bool:
-        """DRAFT to PLACED: the new text at the name in place of the file read (exchanged: True; where it
-        cannot be, HELD, then renamed: False); RETURNED if it must."""
+        """DRAFT to PLACED (True: exchanged; False: HELD, then renamed), and RETURNED if it must be."""
         assert version.ident is not None
         text_name, record_name = names(self._file, token)
         spare = _token(int(token, 16) + 1)
@@ -192,7 +186,7 @@ class Disk:
             displaced: int | None = self._folder.stat(text_name).st_ino
         except OSError:
             return True  # cannot tell whether an editor's save beat the swap: it is kept, and merged
-        if displaced != version.ident[1] or self._writer_coming(opened):
+        if displaced != version.ino or self._writer_coming(opened):
             back = record._replace(back=displaced, after=data)
             if self._return(version, text_name, record_name, back, spare):
                 raise _Again
@@ -201,9 +195,9 @@ class Disk:
     def _return(
         self, version: Version, text_name: bytes, record_name: bytes, back: Record, spare: bytes
     ) -> bool:
-        """PLACED to RETURNED: record the return, then swap back; False where it stays PLACED. The record
-        is written under a text's name: left there by a failure, it is WRITTEN, never a record alone."""
-        spare_name = names(self._file, spare)[0]
+        """PLACED to RETURNED (False: it stays PLACED). The new record is written under a text's name: left
+        there by a failure, it is WRITTEN, never a record alone."""
+        spare_name = names(self._file, spare).text
         _step(State.RETURNED)
         try:
             self._write(spare_name, machine.encode(back), version)
@@ -221,10 +215,10 @@ class Disk:
         try:
             self._write(held_record, machine.encode(Record(None, version.data, {})), version)
             self._folder.link(self._file, held_text)
-            if self._folder.stat(held_text).st_ino != version.ident[1]:
+            if self._folder.stat(held_text).st_ino != version.ino:
                 raise FileNotFoundError  # the name led elsewhere by then: start again on what it leads to
             _step(State.PLACED)
-            self._folder.rename(names(self._file, token)[0], self._file)
+            self._folder.rename(names(self._file, token).text, self._file)
         except BaseException:
             self._remove(held_text, held_record)
             raise
@@ -249,7 +243,7 @@ class Disk:
 
     def _writer_coming(self, opened: Opened) -> bool:
         """Has a process begun to open the file read for writing since the lease was taken?"""
-        return opened[1] is Lease.HELD and system.lease_broken(opened[0])
+        return opened.lease is Lease.HELD and system.lease_broken(opened.fd)
 
     def _unchanged(self, read: tuple[int, int, int, int, int]) -> bool:
         try:
@@ -273,14 +267,14 @@ class Disk:
             if self._remove(*machine.going(self._file, one)):
                 gone.add(one.token)
         for token in machine.spent(kept, gone, done.merged, done.token, done.held):
-            self._remove(names(self._file, token)[1])
+            self._remove(names(self._file, token).record)
 
     def _let_go(self, one: Kept, merged: bytes, gone: set[bytes]) -> Lease:
         """Remove a kept file (into ``gone``) if no process has it open for writing, and it holds just what
         was merged: under its lease, and only if no process began to open it meanwhile (then no name leads
         to it). What cannot be told keeps it."""
         try:
-            fd = self._folder.open(names(self._file, one.token)[0], READ)
+            fd = self._folder.open(names(self._file, one.token).text, READ)
         except OSError:
             return Lease.WRITERS
         try:
@@ -312,7 +306,7 @@ class Disk:
         if self._folder.moved():
             raise MemoryRefused(
                 "the persona's directory is no longer the one this memory tool was made for"
-                " (renamed, replaced or removed)",
+                " (renamed, replaced or removed)"
             )
 
     @contextmanager
@@ -337,17 +331,11 @@ class Disk:
         """The lock, made as the memory file is (owner, group, mode); read-only where it cannot be written."""
         try:
             return self._folder.open(lock, os.O_RDWR)
-        except PermissionError:
+        except PermissionError:  # another user's lock
             return self._folder.open(lock, READ)
-        except FileNotFoundError:
-            pass
-        try:
-            fd = self._folder.open(lock, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
-        except FileExistsError:
-            return self._folder.open(lock, os.O_RDWR)
-        try:
-            if (st := self._folder.stat(self._file)) is not None and stat.S_ISREG(st.st_mode):
+        except FileNotFoundError:  # made here (by two at once: adopted twice, the same way)
+            fd = self._folder.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+        with suppress(OSError):  # no memory file yet, or an owner not to be had: the lock as made
+            if stat.S_ISREG((st := self._folder.stat(self._file)).st_mode):
                 system.adopt(fd, system.fstat(fd), (st.st_uid, st.st_gid), stat.S_IMODE(st.st_mode) & 0o666)
-        except OSError:
-            pass  # no memory file yet, or an owner not to be had: the lock as the process makes it
         return fd

@@ -80,12 +80,9 @@ class MemoryUnsynced(MemoryToolError, OSError):
     code = "unsynced"
 
     def __init__(self, errno: int, label: str) -> None:
-        self.message = (
+        super().__init__(
             f"The change to {label} was made, but the disk did not confirm that it is saved"
             f" ({os.strerror(errno)}): it stands, unless the machine stops before the disk saves it."
             " Do not make it again"
         )
-        OSError.__init__(self, errno, self.message)
-
-    def __str__(self) -> str:
-        return self.message
+        self.errno = errno

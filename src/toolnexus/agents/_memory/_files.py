@@ -23,19 +23,26 @@ MAX_READ: Final = 64 * 1024 * 1024  # a memory file is small; one larger than th
 WAIT_FOR_WRITERS: Final = 0.25  # seconds a change waits for a writer that has a file open
 _SLACK: Final = 1 << 16  # what a kept file is read for beyond its base at first: what a writer added
 READ: Final = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
-Opened = tuple[int, Lease]
+
+
+class Opened(NamedTuple):
+    """The memory file, open for reading, and the lease taken on it."""
+
+    fd: int
+    lease: Lease
 
 
 class Version(NamedTuple):
     """The file as a read found it."""
 
     data: bytes
-    ident: tuple[int, int, int, int, int] | None  # dev, ino, size, mtime_ns, ctime_ns; None: no file
+    ident: tuple[int, int, int, int, int] | None  # dev, ino, size, mtime, ctime: unchanged? None: no file
+    ino: int
     owner: tuple[int, int] | None  # uid, gid
     mode: int  # the permission bits a rewrite keeps
 
 
-NO_FILE: Final = Version(b"", None, None, 0o666)
+NO_FILE: Final = Version(b"", None, 0, None, 0o666)
 
 
 class Look(NamedTuple):
@@ -50,7 +57,7 @@ def ident(st: os.stat_result) -> tuple[int, int, int, int, int]:
 
 
 class Files:
-    """The reads of one memory file's change, in the home's directory ``folder``."""
+    """The reads of one memory file, in the home's directory ``folder``."""
 
     def __init__(self, folder: Folder, name: str) -> None:
         self.folder = folder
@@ -58,8 +65,8 @@ class Files:
         self.file = os.fsencode(name)
 
     def open(self, *, lease: bool) -> Opened | None:
-        """The file, open for reading (None: there is none); with ``lease``, after its writers, waited for
-        ``WAIT_FOR_WRITERS`` seconds at most (then without the lease: the file it replaces is kept)."""
+        """The file, open for reading (None: none); with ``lease``, after its writers (at most
+        ``WAIT_FOR_WRITERS`` seconds; then without a lease)."""
         try:
             fd = self.folder.open(self.file, READ)
         except FileNotFoundError:
@@ -76,7 +83,7 @@ class Files:
         while lease and (got := system.read_lease(fd)) is Lease.WRITERS and time.monotonic() < deadline:
             time.sleep(pause)
             pause = min(pause * 2, 0.02)
-        return fd, got if lease else Lease.UNAVAILABLE
+        return Opened(fd, got if lease else Lease.UNAVAILABLE)
 
     def version(self, fd: int) -> Version:
         st = system.fstat(fd)
@@ -87,18 +94,18 @@ class Files:
         if st.st_nlink > 1 and (others := st.st_nlink - self._our_names(st.st_ino)) > 1:
             raise MemoryRefused(
                 f"{self.name} has {others} names (hard links): the memory tool replaces the file whole,"
-                " which would leave the others with the old text; give it one name",
+                " which would leave the others with the old text; give it one name"
             )
         data = system.read_all(fd, MAX_READ, st.st_size)
         if len(data) > MAX_READ:
             raise MemoryRefused(f"{self.name} is too large for the memory tool")
-        return Version(data, ident(st), (st.st_uid, st.st_gid), stat.S_IMODE(st.st_mode))
+        return Version(data, ident(st), st.st_ino, (st.st_uid, st.st_gid), stat.S_IMODE(st.st_mode))
 
     def _our_names(self, ino: int) -> int:
         """How many of the tool's own texts are names of the inode ``ino`` (a LINKED text, left by a kill)."""
         texts, _ = machine.tokens(self.file, self.folder.names())
         return sum(
-            1 for token in texts if (st := self._stat(names(self.file, token)[0])) and st.st_ino == ino
+            1 for token in texts if (st := self._stat(names(self.file, token).text)) and st.st_ino == ino
         )
 
     def find(self) -> tuple[list[Found], int | None]:
@@ -109,17 +116,20 @@ class Files:
             text_name, record_name = names(self.file, token)
             record, recorded = None, 0
             if token in records and (read := self._read(record_name)) is not None:
+                data, written = read
                 try:
-                    record, recorded = machine.parse(read[0]), read[1].st_mtime_ns
+                    record, recorded = machine.parse(data), written.st_mtime_ns
                 except ValueError as exc:
                     raise self.blocked(record_name, OSError(errno.EPROTO, str(exc))) from None
             text = None
-            if token in texts and (st := self._stat(text_name)) is not None:
-                if not stat.S_ISREG(st.st_mode):
+            if token in texts and (info := self._stat(text_name)) is not None:
+                if not stat.S_ISREG(info.st_mode):
                     continue  # not a file the tool made
                 new = record.new if record is not None else None
-                read = self._read(text_name) if new is not None and new.ino == st.st_ino else None
-                text = machine.Text(st.st_ino, read[0] if read is not None else None, st.st_mtime_ns)
+                content = None  # read only where it may be the record's new text (a DRAFT?)
+                if new is not None and new.ino == info.st_ino and (read := self._read(text_name)) is not None:
+                    content, _ = read
+                text = machine.Text(info.st_ino, content, info.st_mtime_ns)
             found.append(Found(token, record, text, token in records, recorded))
         return found, at_name.st_ino if at_name is not None else None
 
@@ -161,7 +171,7 @@ class Files:
         """A kept file. What was appended to its base is merged as it stands (an appender may never close
         it); one that no longer begins with its base is being rewritten: waited for, at most
         ``WAIT_FOR_WRITERS`` seconds, and left for a later change if still open for writing then."""
-        name = names(self.file, kept.token)[0]
+        name = names(self.file, kept.token).text
         try:
             fd = self.folder.open(name, READ)
             try:

@@ -8,13 +8,11 @@ a change in the order it goes through them, and from WRITTEN on, what its
 files show and what recovery does with them: so the next change can tell,
 from the files alone, where a killed one stopped.
 
-``TRANSITIONS`` is the one table of the moves between them, with the system
-calls each makes (``_system`` names them) and what a failure there does;
-``_disk`` makes the moves, and the suite checks that each move makes only
-the calls the table gives it, and holds the invariants after a failure or a
-kill at each call. ``plan`` is the recovery: a pure function from what the
-files show (``Found``) to what is kept, and merged against what, and what
-is removed.
+``TRANSITIONS`` is the one table of the moves, with the system calls each
+makes and what a failure there does (``_disk`` makes them; the suite fails
+and kills each call in turn). ``plan`` is the recovery: a pure function
+from what the files show (``Found``) to what is kept, merged against what,
+and what is removed; ``spent``, what a change that settled leaves unneeded.
 
 The invariants:
 
@@ -51,6 +49,7 @@ __all__ = [
     "TRANSITIONS",
     "Found",
     "Kept",
+    "Names",
     "NewText",
     "Plan",
     "Record",
@@ -121,9 +120,15 @@ TRANSITIONS: Final = (
 )
 
 
-def names(file: bytes, token: bytes) -> tuple[bytes, bytes]:
-    """A change's text and record: ``.FILE.tmp-T``, ``.FILE.was-T``."""
-    return b"." + file + b".tmp-" + token, b"." + file + b".was-" + token
+class Names(NamedTuple):
+    """A change's files: its text ``.FILE.tmp-T`` and its record ``.FILE.was-T``."""
+
+    text: bytes
+    record: bytes
+
+
+def names(file: bytes, token: bytes) -> Names:
+    return Names(b"." + file + b".tmp-" + token, b"." + file + b".was-" + token)
 
 
 def tokens(file: bytes, listed: Sequence[bytes]) -> tuple[set[bytes], set[bytes]]:
@@ -205,8 +210,7 @@ def parse(data: bytes) -> Record | None:
 
 
 class Text(NamedTuple):
-    """A change's text file as found: its inode, what it holds (read only when it may be the change's new
-    text: ``ino`` is the record's), when it was last written (ns)."""
+    """A text as found: its inode, what it holds (read when ``ino`` is its record's new text's), its mtime."""
 
     ino: int
     data: bytes | None
@@ -273,21 +277,16 @@ def plan(file: bytes, found: Sequence[Found], at_name: int | None) -> Plan:
     states = {one.token: state(one, at_name) for one in ordered}
     newest: dict[bytes, tuple[Found, Record]] = {}  # kept token -> the newest PLACED record naming it (I4)
     for one in ordered:
-        record = one.record
-        if (
-            states[one.token] in (State.PLACED, State.LINKED)
-            and record is not None
-            and record.new is not None
-        ):
-            newest.update(dict.fromkeys(record.merged, (one, record)))
+        if states[one.token] in (State.PLACED, State.LINKED) and one.record and one.record.new:
+            newest.update(dict.fromkeys(one.record.merged, (one, one.record)))
     kept: list[Kept] = []
     for one in ordered:
         if one.record is None or one.text is None or states[one.token] not in _KEEPS:
             continue
         base, source = _own_base(one.record, one.text, states[one.token]), one
-        if one.token in newest and newest[one.token][0].token > one.token:
-            source, record = newest[one.token]
-            base = record.merged[one.token]
+        voucher, record = newest.get(one.token, (one, one.record))
+        if voucher.token > one.token:
+            source, base = voucher, record.merged[one.token]
         placed = states[one.token] is State.PLACED
         changed = max(one.text.written, source.recorded)
         kept.append(Kept(one.token, base, placed, changed, source.token))
@@ -323,9 +322,9 @@ def spent(
     needed = {one.token for one in staying} | {
         change if one.token in merged else one.source for one in staying
     }
-    alone = {one.token for one in kept if one.placed and one.token in gone}
+    alone = {change} | {one.token for one in kept if one.placed and one.token in gone}
     alone |= {one.source for one in kept} - {one.token for one in kept}
-    return sorted((alone | ({change} if not held else set())) - needed - ({change} if held else set()))
+    return sorted(alone - needed - ({change} if held else set()))
 
 
 _KEEPS: Final = (State.PLACED, State.RETURNED, State.HELD)

@@ -1,20 +1,12 @@
 """Every system call the memory file's protocol makes, chosen once for this platform, through one seam.
 
-``Folder`` is the home's directory, held open, and every operation on a name
-in it (relative to its descriptor; by path where there is no ``dir_fd``:
-Windows); the functions here act on a descriptor. ``Folder.exchange`` swaps
-two names at once (Linux's ``renameat2`` with ``RENAME_EXCHANGE``), and
-``rename_noreplace`` renames unless the new name exists: each is False
-where the system cannot. ``read_lease`` is Linux's read lease, granted only
-while no process holds the file open for writing; a process that then
-starts to open it for writing waits until the lease is let go, and
-``lease_broken`` tells so (signalled with SIGURG, which a process ignores
-unless it asks: the default SIGIO would stop a host).
-
-The seam: every call goes through ``_call``, which names it (``open``,
-``renameat2``...) to ``hook`` when one is set, so that a test can fail any
-one call, or kill the process there; ``step`` is the machine's move under
-way. ``EINTR`` is retried, as Python retries it; a close is never an error.
+``Folder`` is the home's directory, held open, and the operations on names in it; the functions act on
+a descriptor. ``read_lease`` is Linux's read lease: granted only while no process holds the file open
+for writing; one that then starts to open it waits until it is let go, and ``lease_broken`` tells so
+(signalled with SIGURG, which a process ignores unless it asks; SIGIO would stop a host). The seam: each
+call goes through ``_call``, which names it (``open``, ``renameat2``...) to ``hook`` when one is set, so
+that a test fails any one call, or kills the process there; ``step`` is the machine's move under way.
+EINTR is retried, as Python retries it; a close is never an error.
 """
 
 from __future__ import annotations
@@ -130,14 +122,10 @@ def fsync(fd: int) -> None:
 
 def close(fd: int) -> None:
     """Close ``fd``, never an error: Linux lets it go whatever close says, and what mattered was synced."""
-    try:
-        if hook is not None:
-            hook("close")
-    except OSError:
-        pass  # the close fails, as far as the caller can tell: the descriptor goes all the same
-    finally:
-        with suppress(OSError):
-            os.close(fd)
+    with suppress(OSError):  # a failure the hook gives: the descriptor goes all the same
+        _call("close", lambda: None)
+    with suppress(OSError):
+        os.close(fd)
 
 
 def adopt(fd: int, st: os.stat_result, owner: tuple[int, int] | None, mode: int) -> None:
@@ -145,7 +133,8 @@ def adopt(fd: int, st: os.stat_result, owner: tuple[int, int] | None, mode: int)
     (a process not root may give only a group it is in), then ``mode``."""
     chowned = False
     if owner is not None and (st.st_uid, st.st_gid) != owner and hasattr(os, "fchown"):
-        chowned = _fchown(fd, *owner) or _fchown(fd, -1, owner[1])  # the group alone, which a member may give
+        uid, gid = owner
+        chowned = _fchown(fd, uid, gid) or _fchown(fd, -1, gid)  # the group alone, which a member may give
     if (chowned or stat.S_IMODE(st.st_mode) != mode) and hasattr(os, "fchmod"):
         _call("fchmod", lambda: os.fchmod(fd, mode))  # after a chown, which may take bits away
 

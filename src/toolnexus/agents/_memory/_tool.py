@@ -5,9 +5,9 @@ file of the home). A host calls ``add``, ``replace``, ``remove`` and
 ``entries``; a model calls the tool through ``definition()`` and ``call()``
 (``_model``). ``snapshot`` and ``apply`` let an LLM rewrite the whole memory
 over minutes, without a lock, and merge the result with what others wrote
-meanwhile (``_consolidate``). Every write goes through ``_disk`` (a lock, a
-fresh read, a compare and swap, nothing lost to another writer); what an
-entry is, is ``_entries``. The rules are in docs/reference/memory-file.md.
+meanwhile (``_consolidate``). Every write is a change of ``_disk`` (the
+state machine of ``_machine``); what an entry is, is ``_entries``. The
+rules are in docs/reference/memory-file.md.
 """
 
 from __future__ import annotations
