@@ -61,10 +61,11 @@ class Live:
 
     def _snapshot(self) -> State:
         home = self.home
+        # Through the cache first, gone or not: its watches then see the home come back.
+        whole = self.cache.compose(home.dir, symlinks=home.symlinks, files=home.files)
         problem = home.problem()
         if problem is not None:
             return dict.fromkeys((_LIST, *home.uris), problem)
-        whole = self.cache.compose(home.dir, symlinks=home.symlinks, files=home.files)
         soul = whole if home.budget is None else self._soul()
         state: State = {_LIST: whole.found, SOUL_URI: soul.digest}
         for name in home.files:
@@ -80,25 +81,39 @@ class Live:
         home = self.home
         return self.cache.compose(home.dir, symlinks=home.symlinks, files=home.files, budget=home.budget)
 
+    def look(self) -> tuple[State, bool]:
+        """What the resources read now, and whether the cache gave all of it from what it held.
+
+        A look that read the disk may have raced a change and taken in its
+        event: only a look the cache answered whole (no miss, nothing stale)
+        shows that nothing changed since, and a change after it leaves the
+        cache's descriptor readable.
+        """
+        before = self.cache.stats
+        state = self.snapshot()
+        after = self.cache.stats
+        return state, (after.misses, after.stale) == (before.misses, before.stale)
+
     async def start(self) -> None:
         """Take what the resources read now: what changes from here on is told."""
-        self.state = await anyio.to_thread.run_sync(self.snapshot)
+        await self._look(tell=False)
 
     async def run(self) -> None:
         """Tell every change, until cancelled."""
         while True:
             await self._wait()
-            # The cache takes in, at a call, the events of a change made while it
-            # read: that read is not cached, so asking once more reads the change.
-            # Asked until two answers agree.
-            previous: State | None = None
-            while True:
-                now = await anyio.to_thread.run_sync(self.snapshot)
-                await self._tell(self.state, now)
-                self.state = now
-                if now == previous:
-                    break
-                previous = now
+            await self._look(tell=True)
+
+    async def _look(self, *, tell: bool) -> None:
+        """Look until a look shows nothing changed while it looked, telling each change on the way."""
+        while True:
+            state, quiet = await anyio.to_thread.run_sync(self.look)
+            if tell:
+                await self._tell(self.state, state)
+            self.state = state
+            # A home kept fresh by stat is looked at again POLL from now, whatever this look saw.
+            if quiet or self.cache.stats.stat_checked:
+                return
 
     async def _wait(self) -> None:
         fd = self.cache.fileno()
