@@ -222,3 +222,45 @@ def test_subscribing_takes_a_uri_as_it_is_written_or_percent_encoded(aster: Path
     talk(aster, session)
     assert seen["told"] == updated("soul://file/SOUL.md")
     assert seen["bad"] == (-32602, "there is no resource 'soul://file/%ZZ' here")
+
+
+def test_a_look_that_raced_a_write_is_not_quiet_and_the_next_one_reads_it(
+    aster: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A change whose event a read takes in while it reads must not end the looking:
+    # only a look the cache answered whole says that nothing changed since.
+    from toolnexus.agents import _native
+
+    real = _native.reader
+    saves: list[str] = []  # saved once, just after the next read of SOUL.md alone, before the cache looks
+
+    class Racing:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+        def compose_homes(self, homes: Any, names: Any, *rest: Any) -> Any:
+            composed = real.compose_homes(homes, names, *rest)
+            if saves and list(names) == [b"SOUL.md"]:
+                put(aster / "SOUL.md", saves.pop())
+            return composed
+
+    _, home = served(aster)
+    live = _mcp_live.Live(home)
+    try:
+        first, quiet = live.look()
+        assert not quiet  # the cache read everything: nothing to show yet
+        assert live.look() == (first, True)  # nothing changed: all from the cache
+        monkeypatch.setattr(_native, "reader", Racing())
+        put(aster / "SOUL.md", "First.")
+        saves.append("Second.")
+        raced, quiet = live.look()
+        assert not quiet
+        settled, quiet = live.look()
+        while not quiet:  # the home was read again: until a look the cache answers whole
+            settled, quiet = live.look()
+        soul = compose(aster, files=["SOUL.md"])
+        assert (soul.text, settled["soul://file/SOUL.md"]) == ("## SOUL.md\n\nSecond.", soul.digest)
+        assert raced["soul://file/SOUL.md"] != settled["soul://file/SOUL.md"]
+    finally:
+        live.close()
+        home.close()
