@@ -22,6 +22,7 @@ import pytest
 
 pytest.importorskip("mcp")
 
+from conftest import is_root
 from mcp_peer import Peer, connected, served
 from toolnexus.agents import BOOTSTRAP_ORDER, Budget, compose, memory_tool
 
@@ -411,7 +412,7 @@ def test_a_home_gone_is_one_error_and_a_home_made_again_is_served(aster: Path, t
 
 
 def test_a_home_that_cannot_be_searched_is_refused_alike(aster: Path) -> None:
-    if os.geteuid() == 0:
+    if is_root():
         pytest.skip("root searches any directory")
     seen: dict[str, Any] = {}
 

@@ -21,7 +21,8 @@ from typing import Any
 import anyio
 import pytest
 
-pytestmark = pytest.mark.reader_independent
+# Slow: importing the two frameworks takes seconds, more than the tests themselves.
+pytestmark = [pytest.mark.reader_independent, pytest.mark.slow]
 pytest.importorskip("mcp")
 jsonschema: Any = pytest.importorskip("jsonschema")
 
