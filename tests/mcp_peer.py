@@ -2,8 +2,9 @@
 
 ``connected(server)`` connects to the server's low-level ``Server`` in this
 process, through the SDK's own in-memory transport (so that a test runs on
-the reader twin under test, with no process to start); ``spawned(command)``
-starts the server as a host does, on stdio. ``modern=True`` speaks
+the reader twin under test, with no process to start), or starts the
+server as a host does, on stdio, given its ``command``; ``talk`` runs a
+test against the server of a home, in this process. ``modern=True`` speaks
 2026-07-28 (mcp 2.x only) instead of the handshake's protocol (2025-06-18
 and the like). A ``Peer`` sends any request and returns its result as the
 wire has it (camelCase keys), or raises ``Refused`` with the error's code
@@ -12,8 +13,9 @@ and message; it keeps, as JSON, the notifications that came.
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
@@ -31,7 +33,18 @@ exceptions: Any = pytest.importorskip("mcp.shared.exceptions")
 types: Any = pytest.importorskip("mcp.types")
 stdio: Any = pytest.importorskip("mcp.client.stdio")
 
-__all__ = ["GENERATION", "TIMEOUT", "Peer", "Refused", "command", "connected", "served", "spawned"]
+__all__ = [
+    "GENERATION",
+    "TIMEOUT",
+    "Peer",
+    "Refused",
+    "command",
+    "connected",
+    "put",
+    "served",
+    "talk",
+    "wire",
+]
 
 GENERATION: Final = generation()
 TIMEOUT: Final = 30.0  # seconds any one answer or notification may take on a busy machine
@@ -112,21 +125,33 @@ class Peer:
 
 
 @asynccontextmanager
-async def connected(made: Any, *, modern: bool = False) -> AsyncIterator[Peer]:
-    """A peer of the server ``made`` (the SDK's low-level ``Server``), in this process."""
+async def connected(server: Any, *, modern: bool = False) -> AsyncIterator[Peer]:
+    """A peer of ``server``: the SDK's low-level ``Server`` (in this process), or a command to start.
+
+    A command (``StdioServerParameters``, from ``command``) is started as a
+    host starts it, on stdio.
+    """
     peer = Peer()
     if GENERATION == 2:
         client_module: Any = pytest.importorskip("mcp.client.client")
         mode = "auto" if modern else "legacy"  # auto: discover, and so 2026-07-28 with this server
-        async with client_module.Client(made, mode=mode, message_handler=peer.handle) as client:
+        async with client_module.Client(server, mode=mode, message_handler=peer.handle) as client:
             peer.client, peer.session = client, client.session
             yield peer
         return
     if modern:
         pytest.skip("2026-07-28 needs mcp 2.x")
+    if isinstance(server, stdio.StdioServerParameters):
+        session_module: Any = pytest.importorskip("mcp.client.session")
+        async with stdio.stdio_client(server) as (read, write):  # noqa: SIM117
+            async with session_module.ClientSession(read, write, message_handler=peer.handle) as session:
+                peer.session = session
+                await session.initialize()
+                yield peer
+        return
     memory: Any = pytest.importorskip("mcp.shared.memory")
     async with memory.create_connected_server_and_client_session(
-        made, message_handler=peer.handle, read_timeout_seconds=timedelta(seconds=TIMEOUT)
+        server, message_handler=peer.handle, read_timeout_seconds=timedelta(seconds=TIMEOUT)
     ) as session:
         peer.session = session
         yield peer
@@ -138,27 +163,6 @@ def command(home: Path, reader: ReaderName | None, *extra: str) -> Any:
     return stdio.StdioServerParameters(
         command=sys.executable, args=["-m", "toolnexus.agents", "mcp", str(home), *extra], env=env
     )
-
-
-@asynccontextmanager
-async def spawned(parameters: Any, *, modern: bool = False) -> AsyncIterator[Peer]:
-    """A peer of a server the client starts, on stdio, as a host does."""
-    peer = Peer()
-    if GENERATION == 2:
-        client_module: Any = pytest.importorskip("mcp.client.client")
-        mode = "auto" if modern else "legacy"  # auto: discover, and so 2026-07-28 with this server
-        async with client_module.Client(parameters, mode=mode, message_handler=peer.handle) as client:
-            peer.client, peer.session = client, client.session
-            yield peer
-        return
-    if modern:
-        pytest.skip("2026-07-28 needs mcp 2.x")
-    session_module: Any = pytest.importorskip("mcp.client.session")
-    async with stdio.stdio_client(parameters) as (read, write):  # noqa: SIM117
-        async with session_module.ClientSession(read, write, message_handler=peer.handle) as session:
-            peer.session = session
-            await session.initialize()
-            yield peer
 
 
 def served(
@@ -173,3 +177,26 @@ def served(
     home = Home(str(dir), files, limit, budget, symlinks)
     made, _ = server(home, "test")
     return made, home
+
+
+def talk(
+    dir: Path, test: Callable[[Peer], Awaitable[None]], *files: str, modern: bool = False, **options: Any
+) -> None:
+    """Run ``test`` against the server of ``dir`` (serving ``files``; MEMORY.md when none), in process."""
+    made, home = served(dir, files or ("MEMORY.md",), **options)
+
+    async def session() -> None:
+        async with connected(made, modern=modern) as peer:
+            await test(peer)
+
+    try:
+        anyio.run(session)
+    finally:
+        home.close()
+
+
+def put(path: Path, text: str) -> None:
+    """Replace a file whole, as an editor saves it: one change, one state."""
+    spare = path.with_name(f".{path.name}.saving")
+    spare.write_text(text)
+    os.replace(spare, path)

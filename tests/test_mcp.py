@@ -13,17 +13,15 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 pytest.importorskip("mcp")
 
 from conftest import is_root
-from mcp_peer import Peer, connected, served
+from mcp_peer import Peer, served, talk
 from toolnexus.agents import BOOTSTRAP_ORDER, Budget, compose, memory_tool
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "aster"
@@ -34,20 +32,6 @@ MARKDOWN = "text/markdown"
 @pytest.fixture
 def aster(tmp_path: Path) -> Path:
     return Path(shutil.copytree(EXAMPLE, tmp_path / "aster"))
-
-
-def talk(dir: Path, test: Callable[[Peer], Awaitable[None]], *files: str, **options: Any) -> None:
-    """Run ``test`` against the server of ``dir`` (serving ``files``, MEMORY.md when none)."""
-    made, home = served(dir, files or ("MEMORY.md",), **options)
-
-    async def session() -> None:
-        async with connected(made) as peer:
-            await test(peer)
-
-    try:
-        anyio.run(session)
-    finally:
-        home.close()
 
 
 def text(body: str, *, error: bool = False, structured: dict[str, Any] | None = None) -> dict[str, Any]:

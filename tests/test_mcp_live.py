@@ -14,10 +14,8 @@ to show the look where notification does not serve. Files are replaced whole
 from __future__ import annotations
 
 import functools
-import os
 import shutil
 import sys
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +24,7 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from mcp_peer import GENERATION, TIMEOUT, Peer, Refused, connected, served
+from mcp_peer import GENERATION, TIMEOUT, Peer, Refused, put, served, talk
 from toolnexus.agents import SoulCache, compose
 from toolnexus.agents.cli import _mcp_live
 
@@ -51,26 +49,6 @@ def updated(*uris: str) -> list[dict[str, Any]]:
     return sorted(
         ({"method": "notifications/resources/updated", "params": {"uri": uri}} for uri in uris), key=repr
     )
-
-
-def put(path: Path, text: str) -> None:
-    """Replace a file whole, as an editor saves it."""
-    spare = path.with_name(f".{path.name}.saving")
-    spare.write_text(text)
-    os.replace(spare, path)
-
-
-def talk(dir: Path, test: Callable[[Peer], Awaitable[None]], *, modern: bool = False) -> None:
-    made, home = served(dir)
-
-    async def session() -> None:
-        async with connected(made, modern=modern) as peer:
-            await test(peer)
-
-    try:
-        anyio.run(session)
-    finally:
-        home.close()
 
 
 def test_a_subscriber_hears_of_every_write_whoever_made_it(aster: Path) -> None:

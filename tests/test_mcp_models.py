@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 # Slow: importing the two frameworks takes seconds, more than the tests themselves.
@@ -26,7 +24,7 @@ pytestmark = [pytest.mark.reader_independent, pytest.mark.slow]
 pytest.importorskip("mcp")
 jsonschema: Any = pytest.importorskip("jsonschema")
 
-from mcp_peer import Peer, connected, served  # noqa: E402
+from mcp_peer import Peer, talk  # noqa: E402
 from toolnexus.agents import memory_tool  # noqa: E402
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "aster"
@@ -51,19 +49,6 @@ def old_schema(schema: dict[str, Any]) -> dict[str, Any]:
 @pytest.fixture
 def aster(tmp_path: Path) -> Path:
     return Path(shutil.copytree(EXAMPLE, tmp_path / "aster"))
-
-
-def talk(dir: Path, test: Callable[[Peer], Awaitable[None]]) -> None:
-    made, home = served(dir)
-
-    async def session() -> None:
-        async with connected(made) as peer:
-            await test(peer)
-
-    try:
-        anyio.run(session)
-    finally:
-        home.close()
 
 
 def test_a_strict_model_makes_every_call_through_openai_agents_strict_conversion(aster: Path) -> None:

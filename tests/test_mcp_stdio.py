@@ -30,7 +30,7 @@ from toolnexus.agents.cli import main
 pytestmark = pytest.mark.reader_independent
 pytest.importorskip("mcp")
 
-from mcp_peer import GENERATION, TIMEOUT, Peer, command, spawned, wire  # noqa: E402
+from mcp_peer import GENERATION, TIMEOUT, Peer, command, connected, put, wire  # noqa: E402
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "aster"
 
@@ -38,12 +38,6 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "aster"
 @pytest.fixture
 def aster(tmp_path: Path) -> Path:
     return Path(shutil.copytree(EXAMPLE, tmp_path / "aster"))
-
-
-def put(path: Path, text: str) -> None:
-    spare = path.with_name(f".{path.name}.saving")
-    spare.write_text(text)
-    os.replace(spare, path)
 
 
 def capabilities(peer: Peer) -> dict[str, Any]:
@@ -58,7 +52,7 @@ def test_a_live_session_on_the_handshakes_protocol(aster: Path) -> None:
     memory = "soul://file/MEMORY.md"
 
     async def session() -> None:
-        async with spawned(command(aster, None, "--limit", "5000", "--budget", "300")) as peer:
+        async with connected(command(aster, None, "--limit", "5000", "--budget", "300")) as peer:
             seen["capabilities"] = capabilities(peer)
             await peer.request("resources/subscribe", {"uri": memory})
             put(aster / "MEMORY.md", "- Written by hand.")
@@ -94,7 +88,7 @@ def test_a_live_session_on_2026_07_28(aster: Path) -> None:
     expected = {subscriptions.ResourcesListChanged(), subscriptions.ResourceUpdated(uri="soul://soul")}
 
     async def session() -> None:
-        async with spawned(command(aster, None), modern=True) as peer:
+        async with connected(command(aster, None), modern=True) as peer:
             seen["version"] = peer.client.protocol_version
             seen["capabilities"] = capabilities(peer)
             async with peer.client.listen(
