@@ -38,3 +38,4 @@ def _twins() -> tuple[Reader, Notifier | None]:
 
 reader, notifier = _twins()
 ACCELERATED: Final = reader is not _capread_py
+"""True when the compiled reader is in use; False on the pure one (not built, or asked for)."""
