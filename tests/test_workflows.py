@@ -3,7 +3,8 @@
 Read as text (the suite takes no YAML parser): the matrix names every
 operating system and every CPython that ``requires-python`` and the wheels
 cover, both readers, and its steps are the README's install and test
-commands.
+commands; a job of its own builds the documentation site strict, as
+``.ci/docs`` does.
 """
 
 from __future__ import annotations
@@ -38,9 +39,24 @@ def test_the_fork_workflow_runs_the_readme_commands_everywhere() -> None:
     assert matrix_list(text, "reader") == ["compiled", "pure"]
     install = "pip install -e '.[test]'"
     assert f"$ {install} && python -m pytest\n" in readme
-    steps = re.findall(r"^ +run: (.*)$", text, re.MULTILINE)
-    assert steps == [
+    tests, docs = text.split("\n  docs:\n")
+    assert re.findall(r"^ +run: (.*)$", tests, re.MULTILINE) == [
         'python -m pip install -e ".[test]"',
         "python -m pytest",
         "python -m pytest --pure-only",
+    ]
+    assert re.findall(r"^ +run: (.*)$", docs, re.MULTILINE) == ["PYTHON=python bash .ci/docs"]
+
+
+def test_the_docs_script_builds_the_site_strict_with_the_docs_extra() -> None:
+    script = (ROOT / ".ci" / "docs").read_text(encoding="utf-8")
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert re.findall(r'"\$python" -m mkdocs (.*)$', script, re.MULTILINE) == [
+        'build --strict --quiet --site-dir "$site"'
+    ]
+    (extra,) = re.findall(r"^docs = \[(.*)\]$", pyproject, re.MULTILINE)
+    assert [name.split(">")[0] for name in re.findall(r'"([^"]+)"', extra)] == [
+        "mkdocs",
+        "mkdocs-material",
+        "mkdocstrings-python",
     ]

@@ -10,8 +10,7 @@ tool a host or a model calls to add, replace and remove notes in
 the compiled reader is in use.
 
 This module is the package's face: every public name is here, and the
-folders behind it hold one job each (``docs/decisions.md``, "The shape of
-the code").
+folders behind it hold one job each (``docs/decisions/rooms-on-floors.md``).
 """
 
 from ._cache import RACY_WINDOW_NS, CacheStats, NotificationError, SoulCache, Validate

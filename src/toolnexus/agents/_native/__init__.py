@@ -1,8 +1,7 @@
 """The native seam, chosen once at import: each compiled twin where it is built, else its pure one.
 
 ``TOOLNEXUS_SOUL_NO_EXTENSIONS`` (not "" or "0") chooses the pure twins. The package calls the
-twins through ``reader`` and ``notifier`` (None without inotify), which the tests swap.
-"""
+twins through ``reader`` and ``notifier`` (None without inotify), which the tests swap."""
 
 from __future__ import annotations
 
