@@ -1,7 +1,7 @@
 """The native seam, chosen once at import: each compiled twin where it is built, else its pure one.
 
-``TOOLNEXUS_SOUL_NO_EXTENSIONS`` (not "" or "0") chooses the pure twins. The package calls the
-twins through ``reader`` and ``notifier`` (None without inotify), which the tests swap."""
+``TOOLNEXUS_SOUL_NO_EXTENSIONS`` (not "" or "0") chooses the pure twins, as ``NO_EXTENSIONS`` says.
+The package calls the twins through ``reader`` and ``notifier`` (None without inotify): tests swap them."""
 
 from __future__ import annotations
 
