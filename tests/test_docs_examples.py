@@ -13,7 +13,8 @@ a person runs and this suite cannot. ``json`` blocks must parse.
 
 tiktoken's named encodings download, so ``tiktoken.get_encoding`` is
 stubbed with a real BPE built here (``counts.tiktoken_encoding``). The dask
-guide starts a ``LocalCluster``: it is ``slow``.
+guide starts a ``LocalCluster``, and the MCP guide a server and the SDK's
+client: they are ``slow``.
 """
 
 from __future__ import annotations
@@ -41,7 +42,9 @@ ROOT: Final = Path(__file__).resolve().parents[1]
 PAGES: Final = sorted(
     [ROOT / "README.md", *(ROOT / "docs").rglob("*.md")], key=lambda page: page.relative_to(ROOT)
 )
-SLOW_PAGES: Final = {"docs/how-to/cluster.md"}  # a LocalCluster of worker processes
+# A LocalCluster of worker processes; an MCP server and the SDK's client (test_mcp.py drives the
+# same server in the quick run).
+SLOW_PAGES: Final = {"docs/how-to/cluster.md", "docs/how-to/mcp.md"}
 # Their examples are a server in a subprocess that chooses its own reader: run once, not once per twin.
 READER_FREE_PAGES: Final = {"docs/how-to/mcp.md"}
 # Commands a person runs and this suite cannot: they install, build, test or benchmark.
