@@ -4,8 +4,8 @@ Read as text (the suite takes no YAML parser): the matrix names every
 operating system and every CPython that ``requires-python`` and the wheels
 cover, both readers, and its steps are the README's install and test
 commands; the other jobs run what ``.ci/run`` runs besides: lint, the slow
-runs, the sanitizers, the contents of the sdist and the wheel, and a build
-without a compiler.
+runs, the sanitizers, the contents of the sdist and the wheel, a build
+without a compiler, and the documentation site built strict (``.ci/docs``).
 """
 
 from __future__ import annotations
@@ -69,5 +69,20 @@ def test_the_fork_workflow_is_the_gate_ci_is() -> None:
     assert found["sanitize"] == ["bash .ci/sanitize"]
     assert found["dist"][-1] == "bash .ci/check-dist dist/*.whl dist/*.tar.gz"
     assert found["no-compiler"][-1] == "bash .ci/check-build-fallback"
+    assert found["docs"] == ["PYTHON=python bash .ci/docs"]
     for script in ("sanitize", "check-dist", "check-build-fallback"):
         assert f"bash .ci/{script}" in ci
+
+
+def test_the_docs_script_builds_the_site_strict_with_the_docs_extra() -> None:
+    script = (ROOT / ".ci" / "docs").read_text(encoding="utf-8")
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert re.findall(r'"\$python" -m mkdocs (.*)$', script, re.MULTILINE) == [
+        'build --strict --site-dir "$site"'
+    ]
+    (extra,) = re.findall(r"^docs = \[(.*)\]$", pyproject, re.MULTILINE)
+    assert [name.split(">")[0] for name in re.findall(r'"([^"]+)"', extra)] == [
+        "mkdocs",
+        "mkdocs-material",
+        "mkdocstrings-python",
+    ]
