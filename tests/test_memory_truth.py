@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -193,6 +194,10 @@ def shared_home(reachable: Path) -> Path:
     return reachable
 
 
+def add_note(home: Path, text: str) -> object:
+    return memory_tool(home).add(text)
+
+
 def member(uid: int) -> None:
     os.setgroups([SHARED])
     os.setgid(uid)
@@ -202,7 +207,7 @@ def member(uid: int) -> None:
 
 @needs_root
 def test_a_group_shares_a_home(shared_home: Path) -> None:
-    in_child(lambda: memory_tool(shared_home).add("from the first member"), lambda: member(4001))
+    in_child(partial(add_note, shared_home, "from the first member"), partial(member, 4001))
     lock = shared_home / ".MEMORY.md.lock"
     lock.chmod(0o644)  # as 0.3 made it: the second member cannot open it for writing
     for uid, text in (
@@ -210,7 +215,7 @@ def test_a_group_shares_a_home(shared_home: Path) -> None:
         (4001, "the first again"),
         (4002, "the second again"),
     ):
-        in_child(lambda text=text: memory_tool(shared_home).add(text), lambda uid=uid: member(uid))
+        in_child(partial(add_note, shared_home, text), partial(member, uid))
     assert memory_tool(shared_home).entries() == (
         "from the first member",
         "from the second member",

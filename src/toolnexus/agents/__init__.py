@@ -7,11 +7,11 @@ report. ``Budget`` fits a soul to a model's window and says what was cut.
 hosts with many personas. ``memory_tool(dir)`` is the persona's memory: a
 tool a host or a model calls to add, replace and remove notes in
 ``MEMORY.md``, which the next soul holds. ``ACCELERATED`` is True when
-the compiled reader is in use.
+the compiled reader is in use; ``NO_EXTENSIONS`` when the environment
+variable ``TOOLNEXUS_SOUL_NO_EXTENSIONS`` switched it off.
 
 This module is the package's face: every public name is here, and the
-folders behind it hold one job each (``docs/decisions.md``, "The shape of
-the code").
+folders behind it hold one job each (``docs/decisions/rooms-on-floors.md``).
 """
 
 from ._cache import RACY_WINDOW_NS, CacheStats, NotificationError, SoulCache, Validate
@@ -33,7 +33,7 @@ from ._memory import (
     NoMatch,
     memory_tool,
 )
-from ._native import ACCELERATED
+from ._native import ACCELERATED, NO_EXTENSIONS
 from ._options import Budget, Keep
 from ._report import NEAR_LIMIT, FileReport, Soul
 from ._vocabulary import FileStatus, SymlinkPolicy
@@ -43,6 +43,7 @@ __all__ = [
     "BOOTSTRAP_ORDER",
     "MAX_BOOTSTRAP_FILE_BYTES",
     "NEAR_LIMIT",
+    "NO_EXTENSIONS",
     "RACY_WINDOW_NS",
     "AmbiguousMatch",
     "BootstrapFileError",

@@ -42,6 +42,7 @@ from ._stat import Signed
 __all__ = ["CacheStats", "NotificationError", "SoulCache", "Validate"]
 
 Validate = Literal["auto", "notify", "stat"]
+"""How a ``SoulCache`` notices a change: "auto", "notify" or "stat" (see ``SoulCache``)."""
 _VALIDATE: Final = ("auto", "notify", "stat")
 # Path types whose value cannot change (not subclasses: those might).
 _FIXED_PATHS: Final = frozenset(
@@ -396,6 +397,14 @@ class SoulCache:
             notified = len({key.home for key, entry in self._entries.items() if isinstance(entry, Notified)})
             counts = (self._hits, self._misses, self._stale, len(self._entries), self._maxsize)
             return CacheStats(*counts, notified, len(self._homes) - notified)
+
+    def fileno(self) -> int:
+        """The inotify queue's descriptor, -1 while there is none (``"stat"``, no inotify, before a miss).
+
+        Readable once the kernel queued an event the cache watches for, until a ``compose`` takes it in:
+        wait on it (``select``, an event loop's ``add_reader``), never read it."""
+        with self._lock:
+            return -1 if self._notifications.watcher is None else self._notifications.watcher.fd
 
     @property
     def maxsize(self) -> int:

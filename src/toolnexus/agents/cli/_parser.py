@@ -33,7 +33,7 @@ __all__ = [
     "utf8_bytes",
 ]
 
-# The exit statuses, in the words of the README's table (a test holds them to it).
+# The exit statuses, in the words of docs/reference/command-line.md (a test holds them to it).
 STATUSES: Final = (
     ("0", "done (a batch whose --from-file list is empty: nothing composed, nothing written, not even OUT)"),
     (
@@ -77,12 +77,17 @@ def _table(statuses: tuple[tuple[str, str], ...]) -> str:
 
 EXIT_STATUSES: Final = _table(STATUSES)
 MEMORY_EXIT_STATUSES: Final = _table(MEMORY_STATUSES)
-_NAMES: Final = """\
+# An installed command has no docs/ beside it: say where they are, and what it has.
+_WHERE: Final = """\
+The format and every option are described in the project's documentation
+(docs/ in its source distribution); python -m pydoc toolnexus.agents shows
+the library's own.
+"""
+_NAMES: Final = f"""\
 Names are shown with every byte kept: in text output a byte outside valid
 UTF-8, and a control character, shows as \\xNN (or \\uNNNN), and a backslash
-as \\\\; in JSON, "dir" holds that text and "dir_b64" the exact bytes. The
-format is described in docs/format.md.
-"""
+as \\\\; in JSON, "dir" holds that text and "dir_b64" the exact bytes.
+{_WHERE}"""
 EPILOG: Final = f"""\
 symlink policies (--symlinks):
   follow   follow symlinks anywhere (the default; for a host's own files)
@@ -105,17 +110,18 @@ indented lines under it; everything else in the file is kept byte for byte.
 {MEMORY_EXIT_STATUSES}
 Names and entries are shown with every byte kept: a byte outside valid
 UTF-8 shows as U+FFFD in an entry and as \\xNN in a name, a control
-character as \\xNN (or \\uNNNN), and a backslash as \\\\. The format is
-described in docs/format.md.
-"""
+character as \\xNN (or \\uNNNN), and a backslash as \\\\.
+{_WHERE}"""
 
 
 MCP_EPILOG: Final = """\
 Serves the memory tool of each --file, the soul as the prompt "soul" (with
 an optional budget, in characters), and the soul and each of its files
-present as resources (soul://soul, soul://file/NAME), until the client
-closes standard input. The soul is the bootstrap files, then each --file
-that is not one of them. pip install 'toolnexus-soul[mcp]' installs the SDK.
+present as resources (soul://soul, soul://file/NAME, and the template
+soul://file/{name}), until the client closes standard input. The soul is
+the bootstrap files, then each --file that is not one of them. Resources
+are live: a client that subscribes is told of every change, whoever made
+it. pip install 'toolnexus-soul[mcp]' installs the SDK (mcp 1.x or 2.x).
 
 exit status:
   0    the client closed the connection
