@@ -330,16 +330,6 @@ def test_other_writers_under_contention(home: Path, mode: str) -> None:
     assert external_writers_lost(home, mode, 60, 60) <= most_lost(mode, 60)
 
 
-@independent
-@pytest.mark.slow
-@pytest.mark.parametrize("mode", ["append", "rename", "inplace"])
-def test_other_writers_under_long_contention(home: Path, mode: str) -> None:
-    # The rate is what the closing note of the issue quotes.
-    lost = external_writers_lost(home, mode, 1500, 1500)
-    print(f"{mode}: {lost} of 1500 external notes lost")
-    assert lost <= most_lost(mode, 1500)
-
-
 # ---- 3. crash safety ----------------------------------------------------------------------
 
 

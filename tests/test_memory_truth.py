@@ -308,7 +308,8 @@ def test_the_tool_is_refused_where_its_laws_are_untested(
     with pytest.raises(MemoryRefused) as refused:
         memory_tool(home)
     assert str(refused.value) == message
-    assert main(["memory", str(home), "add", "x"]) == 1
-    assert capsys.readouterr() == ("", f"toolnexus-soul: {home}: {message}\n")
+    for argv in (["memory", str(home), "add", "x"], ["mcp", str(home)]):
+        assert main(argv) == 1
+        assert capsys.readouterr() == ("", f"toolnexus-soul: {home}: {message}\n")
     monkeypatch.setenv("TOOLNEXUS_SOUL_MEMORY_UNTESTED", "1")
     assert memory_tool(home).add("x").entry_count == 1
