@@ -16,6 +16,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -538,9 +539,16 @@ def test_a_first_file_linked_in_place_by_a_killed_tool_merged_once(home: Path, m
     assert memory.read_text() == "- W\n- K\n- after\n"
 
 
-def test_a_kept_files_own_record_is_newer_than_what_an_old_change_merged(home: Path, memory: Path) -> None:
+@pytest.mark.parametrize("clock", ["the clock", "a clock set back at every look"])
+def test_a_kept_files_own_record_is_newer_than_what_an_old_change_merged(
+    home: Path, memory: Path, monkeypatch: pytest.MonkeyPatch, clock: str
+) -> None:
     # Two appenders: one holds the first file (kept from the first change on), one the second, so
     # that the record of the second change, which says what it merged of the first, stays too.
+    # Changes are numbered under the lock: no clock orders them.
+    if clock != "the clock":
+        back = iter(range(10**18, 0, -(10**9)))
+        monkeypatch.setattr(time, "time_ns", lambda: next(back))
     first = os.open(memory, os.O_WRONLY | os.O_APPEND)
     try:
         tool = memory_tool(home)
@@ -558,3 +566,8 @@ def test_a_kept_files_own_record_is_newer_than_what_an_old_change_merged(home: P
     finally:
         os.close(first)
     assert memory.read_text() == BEFORE + "- W2\n- T0\n- T1\n- T2\n- T4\n"
+    memory_tool(home).add("T5")  # the appenders are done: what they held goes
+    assert sorted(name for name in os.listdir(home) if "-" in name) == [
+        ".MEMORY.md.tmp-0000000000000006",  # the sixth change's number: one more than the fifth's
+        ".MEMORY.md.was-0000000000000006",
+    ]

@@ -8,7 +8,6 @@
   its lock and records take the file's, so that a group can share a home
   and an administrator's change leaves nothing the owner cannot use.
 - A memory file with a second name is refused.
-- Changes are numbered under the lock, not ordered by the clock.
 - Where the memory laws are untested, the tool is refused unless the host
   opts in.
 """
@@ -21,7 +20,6 @@ import shutil
 import stat
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
@@ -259,37 +257,6 @@ def test_a_second_name_the_tool_made_is_its_own(home: Path, memory: Path) -> Non
         ".MEMORY.md.tmp-0000000000000002",
         ".MEMORY.md.was-0000000000000002",
         "MEMORY.md",
-    ]
-
-
-# ---- order ------------------------------------------------------------------------------------
-
-
-@linux
-def test_changes_are_numbered_not_timed(home: Path, memory: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    clock = iter(range(10**18, 0, -(10**9)))  # a clock that steps back a second at every look
-    monkeypatch.setattr(time, "time_ns", lambda: next(clock))
-    first = os.open(memory, os.O_WRONLY | os.O_APPEND)
-    try:
-        tool = memory_tool(home)
-        tool.add("T0")
-        second = os.open(memory, os.O_WRONLY | os.O_APPEND)
-        try:
-            os.write(first, b"- W1\n")
-            tool.add("T1")
-            os.write(first, b"- W2\n")
-            tool.add("T2")
-            tool.remove("W1")
-            tool.add("T4")
-        finally:
-            os.close(second)
-    finally:
-        os.close(first)
-    tool.add("T5")  # the shells are done: what they held goes
-    assert tool.entries()[3:] == ("W2", "T0", "T1", "T2", "T4", "T5")
-    assert sorted(name for name in os.listdir(home) if "-" in name) == [
-        ".MEMORY.md.tmp-0000000000000006",  # the sixth change's number: one more than the fifth's
-        ".MEMORY.md.was-0000000000000006",
     ]
 
 
