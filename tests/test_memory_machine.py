@@ -14,7 +14,7 @@ import os
 from typing import Final
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolnexus.agents._memory._machine import (
@@ -124,6 +124,11 @@ def removed_after(found: list[Found], removals: list[tuple[bytes, ...]]) -> list
     return left
 
 
+# Each example plans several directories' leftovers: half a profile's examples (the default suite is quick).
+HALF: Final = settings(max_examples=max(1, settings().max_examples // 2))
+
+
+@HALF
 @given(leftovers())
 def test_recovery_removes_only_what_holds_nobodys_bytes_and_keeps_what_is_needed(found: list[Found]) -> None:
     sorted_out = plan(FILE, found, AT_NAME)
@@ -143,6 +148,7 @@ def test_recovery_removes_only_what_holds_nobodys_bytes_and_keeps_what_is_needed
     assert (again.kept, again.remove) == (sorted_out.kept, [])
 
 
+@HALF
 @given(leftovers())
 def test_a_kept_file_is_merged_against_the_newest_placed_record_that_names_it(found: list[Found]) -> None:
     states = {one.token: state(one, AT_NAME) for one in found}
@@ -173,6 +179,7 @@ def test_a_kept_file_is_merged_against_the_newest_placed_record_that_names_it(fo
         )
 
 
+@HALF
 @given(leftovers(), st.data())
 def test_a_settled_change_leaves_nothing_for_the_next_to_tidy(
     found: list[Found], data: st.DataObject
