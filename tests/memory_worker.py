@@ -74,7 +74,7 @@ def run_tool(home: str, worker: str, seed: int, count: int) -> None:
     if os.environ.get("TNS_NO_EXCHANGE") == "1":
         from toolnexus.agents._memory import _system
 
-        _system.exchange = lambda dirfd, first, second: False
+        _system.Folder.exchange = lambda self, first, second: False  # type: ignore[method-assign]
     tool = memory_tool(home, limit=10**9)
     for action, tok, text in operations(worker, seed, count):
         try:

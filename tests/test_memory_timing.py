@@ -16,6 +16,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,7 +25,7 @@ import pytest
 
 from conftest import tool_files, waiting_on_a_lease
 from toolnexus.agents import memory_tool
-from toolnexus.agents._memory import _disk, _replaced, _system
+from toolnexus.agents._memory import _disk, _system
 
 pytestmark = [
     pytest.mark.reader_independent,
@@ -39,7 +40,7 @@ BEFORE = "# Notes\n\n- pre1\n- pre2\n"
 def swaps(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """How the tool puts a new file in place: as this file system can."""
     if request.param == "link and rename":
-        monkeypatch.setattr(_system, "exchange", lambda dirfd, first, second: False)
+        monkeypatch.setattr(_system.Folder, "exchange", lambda self, first, second: False)
     return str(request.param)
 
 
@@ -265,7 +266,7 @@ def test_without_exchange_the_window_between_link_and_rename(
     # tool's link of the file it read and its rename over the name is replaced: the memory file's
     # page (docs/reference/memory-file.md) says so, with the rate measured under load
     # (test_rates_without_exchange).
-    monkeypatch.setattr(_system, "exchange", lambda dirfd, first, second: False)
+    monkeypatch.setattr(_system.Folder, "exchange", lambda self, first, second: False)
     real = _system.Folder.rename
 
     def rename(self: _system.Folder, old: bytes, new: bytes) -> None:
@@ -288,7 +289,7 @@ import os, signal, sys
 from toolnexus.agents import memory_tool
 from toolnexus.agents._memory import _system
 if sys.argv[3] == "link and rename":
-    _system.exchange = lambda dirfd, first, second: False
+    _system.Folder.exchange = lambda self, first, second: False
     real = _system.Folder.rename
     def rename(self, old, new):
         real(self, old, new)
@@ -329,8 +330,7 @@ def test_a_killed_tool_leaves_what_it_replaced_to_be_merged(home: Path, memory: 
 def test_without_leases_the_replaced_file_is_kept_and_merged(
     home: Path, memory: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for module in (_system, _disk, _replaced):
-        monkeypatch.setattr(module, "read_lease", lambda fd: _system.Lease.UNAVAILABLE)
+    monkeypatch.setattr(_system, "read_lease", lambda fd: _system.Lease.UNAVAILABLE)
     tool = memory_tool(home)
     with paused("append", memory, "- external n", "ote\n") as resume:
         tool.add("tool note")
@@ -348,7 +348,7 @@ from toolnexus.agents import memory_tool
 from toolnexus.agents._memory import _system
 home, action, text, where, swaps = sys.argv[1:6]
 if swaps == "link and rename":
-    _system.exchange = lambda dirfd, first, second: False
+    _system.Folder.exchange = lambda self, first, second: False
 def stop():
     os.kill(os.getpid(), signal.SIGSTOP)
 if where == "after a beaten exchange":  # an editor's save by rename lands between check and exchange
@@ -378,7 +378,7 @@ elif where == "before the rename over the name":  # no exchange: the file read i
         real_rename(self, old, new)
     _system.Folder.rename = rename
 elif where == "after the link of a first file":  # no RENAME_NOREPLACE: a hard link, then the unlink
-    _system.rename_noreplace = lambda dirfd, first, second: False
+    _system.Folder.rename_noreplace = lambda self, first, second: False
     real_link = _system.Folder.link
     def link(self, old, new):
         real_link(self, old, new)
@@ -480,7 +480,7 @@ def test_a_tool_killed_while_writing_its_record_leaves_the_file_as_it_was(
     home: Path, memory: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A record cut short is one written before its swap: its .tmp- is the tool's new text, nobody's.
-    real = _replaced.write_all
+    real = _system.write_all
 
     def cut_short(fd: int, data: bytes) -> None:
         if data.startswith(b"toolnexus-soul"):
@@ -488,9 +488,8 @@ def test_a_tool_killed_while_writing_its_record_leaves_the_file_as_it_was(
             raise KeyboardInterrupt  # as far as the files go, a kill here
         real(fd, data)
 
-    monkeypatch.setattr(_replaced, "write_all", cut_short)
-    monkeypatch.setattr(_replaced, "_remove", lambda folder, *found: None)  # a killed tool cleans nothing
-    monkeypatch.setattr(_disk.Disk, "_discard", lambda self, token: None)
+    monkeypatch.setattr(_system, "write_all", cut_short)
+    monkeypatch.setattr(_disk.Disk, "_remove", lambda self, *found: True)  # a killed tool cleans nothing
     with pytest.raises(KeyboardInterrupt):
         memory_tool(home).add("tool note")
     assert len(kept_files(home)) == 2
@@ -540,9 +539,16 @@ def test_a_first_file_linked_in_place_by_a_killed_tool_merged_once(home: Path, m
     assert memory.read_text() == "- W\n- K\n- after\n"
 
 
-def test_a_kept_files_own_record_is_newer_than_what_an_old_change_merged(home: Path, memory: Path) -> None:
+@pytest.mark.parametrize("clock", ["the clock", "a clock set back at every look"])
+def test_a_kept_files_own_record_is_newer_than_what_an_old_change_merged(
+    home: Path, memory: Path, monkeypatch: pytest.MonkeyPatch, clock: str
+) -> None:
     # Two appenders: one holds the first file (kept from the first change on), one the second, so
     # that the record of the second change, which says what it merged of the first, stays too.
+    # Changes are numbered under the lock: no clock orders them.
+    if clock != "the clock":
+        back = iter(range(10**18, 0, -(10**9)))
+        monkeypatch.setattr(time, "time_ns", lambda: next(back))
     first = os.open(memory, os.O_WRONLY | os.O_APPEND)
     try:
         tool = memory_tool(home)
@@ -560,3 +566,8 @@ def test_a_kept_files_own_record_is_newer_than_what_an_old_change_merged(home: P
     finally:
         os.close(first)
     assert memory.read_text() == BEFORE + "- W2\n- T0\n- T1\n- T2\n- T4\n"
+    memory_tool(home).add("T5")  # the appenders are done: what they held goes
+    assert sorted(name for name in os.listdir(home) if "-" in name) == [
+        ".MEMORY.md.tmp-0000000000000006",  # the sixth change's number: one more than the fifth's
+        ".MEMORY.md.was-0000000000000006",
+    ]

@@ -6,10 +6,19 @@ Each has a ``code`` (what ``call`` reports to a model as ``error``) and a
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import ClassVar
 
-__all__ = ["AmbiguousMatch", "InvalidEntry", "MemoryFull", "MemoryRefused", "MemoryToolError", "NoMatch"]
+__all__ = [
+    "AmbiguousMatch",
+    "InvalidEntry",
+    "MemoryFull",
+    "MemoryRefused",
+    "MemoryToolError",
+    "MemoryUnsynced",
+    "NoMatch",
+]
 
 
 class MemoryToolError(Exception):
@@ -62,3 +71,18 @@ class MemoryRefused(MemoryToolError):
     """The file cannot be written safely: a symlink, not a regular file, the home replaced, too large."""
 
     code = "refused"
+
+
+class MemoryUnsynced(MemoryToolError, OSError):
+    """The change is in place, but the disk did not confirm it is saved (the directory's sync failed): it
+    stands unless the machine stops first, so it is not to be made again. An ``OSError`` too (its errno)."""
+
+    code = "unsynced"
+
+    def __init__(self, errno: int, label: str) -> None:
+        super().__init__(
+            f"The change to {label} was made, but the disk did not confirm that it is saved"
+            f" ({os.strerror(errno)}): it stands, unless the machine stops before the disk saves it."
+            " Do not make it again"
+        )
+        self.errno = errno

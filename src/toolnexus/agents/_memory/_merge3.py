@@ -12,17 +12,13 @@ removal beside an addition, and either side's lines may be the only copy.
 A line both added at one place is there twice: each is someone's.
 
 Lines end at ``\n`` only (a lone ``\r`` is text, as in an entry) and are
-compared with their line end, so that a change of line ends is a change.
-The base's last line, when it has no line end, is that one line whatever
-line end either side gave it: a writer may finish it later (``- b`` then
-``\r\n``, or ``- b\r`` then ``\n``) after the tool ended it; where the
-writer finished it, the writer's bytes are the line's. A byte order mark
-is no part of the first line: it stays, or goes if the writer took it
-away. Lines that start
-with a space or a tab continue the line before them (an entry's further
-lines): those added after a line that the other side removed would
-continue someone else's entry, so a blank line goes before them, and
-they continue none.
+compared with their line end, so that a change of line ends is a change;
+the base's unended last line is one line however either side ends it
+(``_keyer``). A byte order mark is no part of the first line: it stays, or
+goes if the writer took it away. Lines that start with a space or a tab
+continue the line before them (an entry's further lines): those added
+after a line the other side removed get a blank line before them, so that
+they continue nobody else's entry.
 """
 
 from __future__ import annotations

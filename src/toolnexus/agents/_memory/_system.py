@@ -1,22 +1,12 @@
-"""The system calls the memory file needs, chosen once for this platform: the lock, the swap, the lease.
+"""Every system call the memory file's protocol makes, chosen once for this platform, through one seam.
 
-- ``Folder``: the home's directory, held open, and every file operation
-  inside it by name (relative to its descriptor; by path where the system
-  has no ``dir_fd``, Windows);
-- ``lock_exclusive``: an exclusive lock, released by the kernel when the
-  process dies (``flock``; on Windows a byte-range lock);
-- ``exchange``: swap two names atomically (Linux's ``renameat2`` with
-  ``RENAME_EXCHANGE``), ``rename_noreplace``: rename unless the new name
-  exists; each returns False where the system or the file system cannot;
-- ``read_lease``: Linux's read lease (``F_SETLEASE``): granted only while no
-  process holds the file open for writing, and broken (``lease_broken``) when
-  one starts to open it for writing, which then waits until the lease is let
-  go. A break is signalled with SIGURG, which a process ignores unless it
-  asks for it, so that no host is stopped by the default SIGIO. Where leases
-  are not to be had (another system, a file of another owner without
-  CAP_LEASE, a file system without them), ``read_lease`` says so.
-
-Everything here is one call to the system; what to make of it is ``_disk``'s.
+``Folder`` is the home's directory, held open, and the operations on names in it; the functions act on
+a descriptor. ``read_lease`` is Linux's read lease: granted only while no process holds the file open
+for writing; one that then starts to open it waits until it is let go, and ``lease_broken`` tells so
+(signalled with SIGURG, which a process ignores unless it asks; SIGIO would stop a host). The seam: each
+call goes through ``_call``, which names it (``open``, ``renameat2``...) to ``hook`` when one is set, so
+that a test fails any one call, or kills the process there; ``step`` is the machine's move under way.
+EINTR is retried, as Python retries it; a close is never an error.
 """
 
 from __future__ import annotations
@@ -31,37 +21,48 @@ import stat
 import sys
 import weakref
 from collections.abc import Callable
-from typing import Final, cast
+from contextlib import suppress
+from typing import Final, TypeVar, cast
 
 __all__ = [
     "Folder",
     "Lease",
-    "exchange",
+    "adopt",
+    "close",
+    "fstat",
+    "fsync",
     "lease_broken",
     "lock_exclusive",
+    "read_all",
     "read_lease",
     "release_lease",
-    "rename_noreplace",
+    "write_all",
 ]
 
-_RENAME_NOREPLACE: Final = 1
-_RENAME_EXCHANGE: Final = 2
+_RENAME_NOREPLACE, _RENAME_EXCHANGE = 1, 2
 # renameat2's system call number where libc has no wrapper (musl, old glibc).
 _SYSCALLS: Final = {"x86_64": 316, "aarch64": 276, "riscv64": 276, "i686": 353, "i386": 353, "armv7l": 382}
 # fcntl's lease commands (Linux): fcntl.F_SETLEASE is not in every Python.
-_F_SETSIG: Final = 10
-_F_SETLEASE: Final = 1024
-_F_GETLEASE: Final = 1025
-_F_RDLCK: Final = 0
-_F_UNLCK: Final = 2
-# Never a symlink, never a controlling terminal, never inherited.
-_FLAGS: Final = (
-    getattr(os, "O_CLOEXEC", 0)
-    | getattr(os, "O_NOFOLLOW", 0)
-    | getattr(os, "O_NOCTTY", 0)
-    | getattr(os, "O_BINARY", 0)
-)
+_F_SETSIG, _F_SETLEASE, _F_GETLEASE, _F_RDLCK, _F_UNLCK = 10, 1024, 1025, 0, 2
+# Never a symlink, never a controlling terminal, never inherited (distinct bits: their sum is their union).
+_FLAGS: Final = sum(getattr(os, flag, 0) for flag in ("O_CLOEXEC", "O_NOFOLLOW", "O_NOCTTY", "O_BINARY"))
 _HAVE_DIR_FD: Final = os.open in os.supports_dir_fd
+_T = TypeVar("_T")
+_CHUNK: Final = 1 << 20
+
+# The seam: called with each call's name before it is made (tests fail or kill it there).
+hook: Callable[[str], None] | None = None
+step: object = None  # the transition of the machine under way, for a hook to read
+
+
+def _call(name: str, call: Callable[[], _T]) -> _T:
+    while True:
+        try:
+            if hook is not None:
+                hook(name)
+            return call()
+        except InterruptedError:
+            continue
 
 
 class Lease(enum.Enum):
@@ -75,29 +76,82 @@ class Lease(enum.Enum):
 if sys.platform == "win32":  # pragma: no cover - no flock, no renameat2, no leases
     import msvcrt
 
-    def lock_exclusive(fd: int) -> None:
-        while True:
-            try:
-                msvcrt.locking(fd, msvcrt.LK_LOCK, 1)
-                return
-            except OSError:  # LK_LOCK gives up after ten seconds: wait on
-                continue
+    def _lock(fd: int) -> None:
+        while True:  # LK_LOCK gives up after ten seconds: wait on
+            with suppress(OSError):
+                return msvcrt.locking(fd, msvcrt.LK_LOCK, 1)
 
 else:
     import fcntl
 
-    def lock_exclusive(fd: int) -> None:
+    def _lock(fd: int) -> None:
         fcntl.flock(fd, fcntl.LOCK_EX)
 
 
-class Folder:
-    """The home's directory, held open while the tool lives, and the operations on names inside it.
+def lock_exclusive(fd: int) -> None:
+    _call("flock", lambda: _lock(fd))
 
-    Held open, the directory's inode cannot be reused by a directory made
-    again at the same path: ``moved`` tells that its path leads elsewhere.
-    Where the system has no ``dir_fd`` (Windows), names are joined to the
-    path instead, and ``moved`` compares what ``stat`` says.
-    """
+
+def fstat(fd: int) -> os.stat_result:
+    return _call("fstat", lambda: os.fstat(fd))
+
+
+def read_all(fd: int, most: int, size: int) -> bytes:
+    """What ``fd`` holds, from its start, up to ``most`` bytes and one more; ``size`` is what it held."""
+    chunks = []
+    at, want = 0, min(size, most) + 1  # one more: a read short of what was asked is the end
+    while at <= most:
+        chunk = _call("pread", lambda: os.pread(fd, want, at))  # noqa: B023 - called at once
+        chunks.append(chunk)
+        at += len(chunk)
+        if len(chunk) < want:  # a regular file's read is short only at its end
+            break
+        want = _CHUNK
+    return b"".join(chunks)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    at = 0
+    while at < len(data):
+        at += _call("write", lambda: os.write(fd, memoryview(data)[at:]))  # noqa: B023 - called at once
+
+
+def fsync(fd: int) -> None:
+    _call("fsync", lambda: os.fsync(fd))
+
+
+def close(fd: int) -> None:
+    """Close ``fd``, never an error: Linux lets it go whatever close says, and what mattered was synced."""
+    with suppress(OSError):  # a failure the hook gives: the descriptor goes all the same
+        _call("close", lambda: None)
+    with suppress(OSError):
+        os.close(fd)
+
+
+def adopt(fd: int, st: os.stat_result, owner: tuple[int, int] | None, mode: int) -> None:
+    """Give the new file ``fd`` (``st``) ``owner`` (uid, gid), or its group alone, where the process may
+    (a process not root may give only a group it is in), then ``mode``."""
+    chowned = False
+    if owner is not None and (st.st_uid, st.st_gid) != owner and hasattr(os, "fchown"):
+        uid, gid = owner
+        chowned = _fchown(fd, uid, gid) or _fchown(fd, -1, gid)  # the group alone, which a member may give
+    if (chowned or stat.S_IMODE(st.st_mode) != mode) and hasattr(os, "fchmod"):
+        _call("fchmod", lambda: os.fchmod(fd, mode))  # after a chown, which may take bits away
+
+
+def _fchown(fd: int, uid: int, gid: int) -> bool:
+    try:
+        _call("fchown", lambda: os.fchown(fd, uid, gid))
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.EINVAL):
+            raise
+        return False
+    return True
+
+
+class Folder:
+    """The home's directory, held open (so that its inode is not reused: ``moved`` tells when its path
+    leads elsewhere), and the operations on names in it (joined to its path where there is no ``dir_fd``)."""
 
     def __init__(self, home: bytes) -> None:
         self.home = home
@@ -119,7 +173,7 @@ class Folder:
     def moved(self) -> bool:
         """Does the home's path no longer lead to this directory (renamed, replaced, removed)?"""
         try:
-            st = os.stat(self.home)
+            st = _call("stat", lambda: os.stat(self.home))
         except FileNotFoundError:
             return True
         return (st.st_dev, st.st_ino) != self._pinned
@@ -130,39 +184,42 @@ class Folder:
     def _dir_fd(self) -> int | None:
         return self.fd if self.fd >= 0 else None
 
-    def open(self, name: bytes, flags: int, mode: int = 0o644) -> int:
-        return os.open(self._at(name), flags | _FLAGS, mode, dir_fd=self._dir_fd())
+    def open(self, name: bytes, flags: int, mode: int = 0o666) -> int:
+        return _call("open", lambda: os.open(self._at(name), flags | _FLAGS, mode, dir_fd=self._dir_fd()))
 
     def stat(self, name: bytes) -> os.stat_result:
-        return os.stat(self._at(name), dir_fd=self._dir_fd(), follow_symlinks=False)
+        return _call("stat", lambda: os.stat(self._at(name), dir_fd=self._dir_fd(), follow_symlinks=False))
 
     def unlink(self, name: bytes) -> None:
-        os.unlink(self._at(name), dir_fd=self._dir_fd())
+        _call("unlink", lambda: os.unlink(self._at(name), dir_fd=self._dir_fd()))
 
     def rename(self, old: bytes, new: bytes) -> None:
-        os.replace(self._at(old), self._at(new), src_dir_fd=self._dir_fd(), dst_dir_fd=self._dir_fd())
+        dirfd = self._dir_fd()
+        _call("rename", lambda: os.replace(self._at(old), self._at(new), src_dir_fd=dirfd, dst_dir_fd=dirfd))
 
     def link(self, old: bytes, new: bytes) -> None:
-        os.link(self._at(old), self._at(new), src_dir_fd=self._dir_fd(), dst_dir_fd=self._dir_fd())
+        dirfd = self._dir_fd()
+        _call("link", lambda: os.link(self._at(old), self._at(new), src_dir_fd=dirfd, dst_dir_fd=dirfd))
 
     def names(self) -> list[bytes]:
-        return [os.fsencode(name) for name in os.listdir(self.fd if self.fd >= 0 else self.home)]
+        listed = _call("listdir", lambda: os.listdir(self.fd if self.fd >= 0 else self.home))
+        return [os.fsencode(name) for name in listed]
 
     def sync(self) -> None:
         """Make the directory's entries durable (nothing to do where it is not held open)."""
         if self.fd >= 0:
-            os.fsync(self.fd)
+            fsync(self.fd)
 
     def exchange(self, first: bytes, second: bytes) -> bool:
-        """``exchange`` in this directory."""
-        return exchange(self.fd, first, second)
+        """Swap the two names at once; False where it cannot be done; ENOENT when either is gone."""
+        return _renameat2(self.fd, first, second, _RENAME_EXCHANGE)
 
     def rename_noreplace(self, first: bytes, second: bytes) -> bool:
-        """``rename_noreplace`` in this directory."""
-        return rename_noreplace(self.fd, first, second)
+        """Rename ``first`` to ``second`` unless it exists (FileExistsError); False where it cannot."""
+        return _renameat2(self.fd, first, second, _RENAME_NOREPLACE)
 
 
-def _renameat2() -> Callable[[int, bytes, int, bytes, int], int] | None:
+def _load_renameat2() -> Callable[[int, bytes, int, bytes, int], int] | None:
     if not sys.platform.startswith("linux"):
         return None
     try:
@@ -186,33 +243,22 @@ def _renameat2() -> Callable[[int, bytes, int, bytes, int], int] | None:
     return via_syscall
 
 
-_RENAMEAT2: Final = _renameat2()
+_RENAMEAT2: Final = _load_renameat2()
 
 
-def _renameat2_in(dirfd: int, first: bytes, second: bytes, flags: int) -> bool:
+def _renameat2(dirfd: int, first: bytes, second: bytes, flags: int) -> bool:
     if _RENAMEAT2 is None or dirfd < 0:
         return False
-    while _RENAMEAT2(dirfd, first, dirfd, second, flags) != 0:
+
+    def call() -> bool:
+        if _RENAMEAT2(dirfd, first, dirfd, second, flags) == 0:
+            return True
         err = ctypes.get_errno()
-        if err == errno.EINTR:
-            continue
         if err in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EPERM):
             return False  # no renameat2, or a file system without this flag
         raise OSError(err, os.strerror(err), os.fsdecode(second))
-    return True
 
-
-def exchange(dirfd: int, first: bytes, second: bytes) -> bool:
-    """Swap the names ``first`` and ``second`` in ``dirfd`` at once; False where that cannot be done.
-
-    OSError (ENOENT) when either name is gone.
-    """
-    return _renameat2_in(dirfd, first, second, _RENAME_EXCHANGE)
-
-
-def rename_noreplace(dirfd: int, first: bytes, second: bytes) -> bool:
-    """Rename ``first`` to ``second`` unless ``second`` exists (FileExistsError); False where it cannot."""
-    return _renameat2_in(dirfd, first, second, _RENAME_NOREPLACE)
+    return _call("renameat2", call)
 
 
 def read_lease(fd: int) -> Lease:
@@ -220,8 +266,8 @@ def read_lease(fd: int) -> Lease:
     if not sys.platform.startswith("linux"):
         return Lease.UNAVAILABLE
     try:
-        fcntl.fcntl(fd, _F_SETSIG, signal.SIGURG)  # before the lease: a break never sends SIGIO
-        fcntl.fcntl(fd, _F_SETLEASE, _F_RDLCK)
+        _call("fcntl", lambda: fcntl.fcntl(fd, _F_SETSIG, signal.SIGURG))  # before: a break never sends SIGIO
+        _call("fcntl", lambda: fcntl.fcntl(fd, _F_SETLEASE, _F_RDLCK))
     except OSError as exc:
         if exc.errno == errno.EAGAIN:
             return Lease.WRITERS
@@ -230,10 +276,14 @@ def read_lease(fd: int) -> Lease:
 
 
 def lease_broken(fd: int) -> bool:
-    """Has a process started to open the file for writing since ``fd``'s lease was taken?"""
-    return int(fcntl.fcntl(fd, _F_GETLEASE)) != _F_RDLCK
+    """Has a process begun to open the file for writing since ``fd``'s lease? No where it cannot be told."""
+    try:
+        return int(_call("fcntl", lambda: fcntl.fcntl(fd, _F_GETLEASE))) != _F_RDLCK
+    except OSError:
+        return False
 
 
 def release_lease(fd: int) -> None:
-    """Let the lease go: a writer waiting for it opens the file now."""
-    fcntl.fcntl(fd, _F_SETLEASE, _F_UNLCK)
+    """Let the lease go: a writer waiting for it opens the file now (closing the descriptor does too)."""
+    with suppress(OSError):  # the close that follows lets it go
+        _call("fcntl", lambda: fcntl.fcntl(fd, _F_SETLEASE, _F_UNLCK))

@@ -5,15 +5,16 @@ file of the home). A host calls ``add``, ``replace``, ``remove`` and
 ``entries``; a model calls the tool through ``definition()`` and ``call()``
 (``_model``). ``snapshot`` and ``apply`` let an LLM rewrite the whole memory
 over minutes, without a lock, and merge the result with what others wrote
-meanwhile (``_consolidate``). Every write goes through ``_disk`` (a lock, a
-fresh read, a compare and swap, nothing lost to another writer); what an
-entry is, is ``_entries``. The rules are in docs/reference/memory-file.md.
+meanwhile (``_consolidate``). Every write is a change of ``_disk`` (the
+state machine of ``_machine``); what an entry is, is ``_entries``. The
+rules are in docs/reference/memory-file.md.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Final, Literal, overload
 
@@ -21,7 +22,7 @@ from .._format import MAX_BOOTSTRAP_FILE_BYTES, WHITESPACE, body_text
 from .._options import PathArg, check_files, check_int, home_path
 from . import _model
 from ._consolidate import Merged, consolidated
-from ._disk import MAX_NAME_BYTES, Disk, Refused, Version
+from ._disk import MAX_NAME_BYTES, Disk
 from ._entries import (
     BULLET,
     Entry,
@@ -45,12 +46,13 @@ if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionFunctionToolParam
     from openai.types.responses import FunctionToolParam
 
-__all__ = ["DEFAULT_LIMITS", "MemoryTool", "check_file", "memory_tool"]
+__all__ = ["DEFAULT_LIMITS", "UNTESTED", "MemoryTool", "check_file", "memory_tool"]
 
 # Characters a memory file may hold, by name (Hermes's figures): small, so
 # that memory stays a small part of the prompt. Any other name: 2,200.
 DEFAULT_LIMITS: Final = {"MEMORY.md": 2200, "USER.md": 1375}
 _DEFAULT_LIMIT: Final = 2200
+UNTESTED: Final = "TOOLNEXUS_SOUL_MEMORY_UNTESTED"  # set to 1: the tool where its laws are untested
 
 
 def used_characters(data: bytes) -> int:
@@ -152,11 +154,11 @@ class MemoryTool:
 
     def entries(self) -> tuple[str, ...]:
         """The file's entries, in order (bytes that are not UTF-8 shown as U+FFFD)."""
-        return tuple(shown(entry.text) for entry in entries(decode(self._read().data)))
+        return tuple(shown(entry.text) for entry in entries(decode(self._disk.read().data)))
 
     def usage(self) -> MemoryUsage:
         """How full the file is now."""
-        return self._usage_of(self._read().data)
+        return self._usage_of(self._disk.read().data)
 
     def add(self, text: str) -> MemoryUsage:
         """Add an entry holding ``text`` at the end of the file; the usage after.
@@ -176,18 +178,18 @@ class MemoryTool:
             fresh = not any(same(shown(old.text)) == entry for old in entries(current))
             return with_entry_added(current, entry) if fresh else current
 
-        return self._rewrite(change), fresh
+        return self._usage_of(self._write(change)), fresh
 
     def replace(self, old: str, new: str) -> MemoryUsage:
         """Replace the one entry that holds ``old`` by one holding ``new``; the usage after."""
         needle = self._needle(old)
         entry = self._text(new, "content")
-        return self._rewrite(lambda text: with_entry_replaced(text, _find(text, needle), entry))
+        return self._usage_of(self._write(lambda text: with_entry_replaced(text, _find(text, needle), entry)))
 
     def remove(self, old: str) -> MemoryUsage:
         """Remove the one entry that holds ``old``; the usage after."""
         needle = self._needle(old)
-        return self._rewrite(lambda text: with_entry_replaced(text, _find(text, needle), None))
+        return self._usage_of(self._write(lambda text: with_entry_replaced(text, _find(text, needle), None)))
 
     # ---- consolidation -----------------------------------------------------------------
 
@@ -227,15 +229,16 @@ class MemoryTool:
             return merged
 
         if problems:
-            return self._report(False, problems, outcome)
+            return self._report(False, problems, outcome, self._disk.read().data)
         try:
-            self._rewrite(merge)
+            written = self._write(merge)
         except (MemoryFull, MemoryRefused) as exc:
-            return self._report(False, [exc.message], outcome)
-        return self._report(True, [], outcome)
+            return self._report(False, [exc.message], outcome, self._disk.read().data)
+        return self._report(True, [], outcome, written)
 
-    def _report(self, applied: bool, problems: list[str], outcome: Merged) -> MergeReport:
-        return MergeReport(applied, self.entries(), *outcome, tuple(problems), self.usage())
+    def _report(self, applied: bool, problems: list[str], outcome: Merged, data: bytes) -> MergeReport:
+        found = tuple(shown(entry.text) for entry in entries(decode(data)))
+        return MergeReport(applied, found, *outcome, tuple(problems), self._usage_of(data))
 
     # ---- for models ----------------------------------------------------------------------
 
@@ -319,12 +322,6 @@ class MemoryTool:
 
     # ---- inside ------------------------------------------------------------------------
 
-    def _read(self) -> Version:
-        try:
-            return self._disk.read()
-        except Refused as exc:
-            raise MemoryRefused(str(exc.strerror or exc)) from None
-
     @staticmethod
     def _text(text: object, what: str) -> str:
         try:
@@ -364,8 +361,9 @@ class MemoryTool:
             f"This change would take {self.label} {past}. {advice}.", [shown(text) for text in longest]
         )
 
-    def _rewrite(self, change: Callable[[str], str]) -> MemoryUsage:
-        """Apply ``change`` to the file's text and put it in place, never over another writer's bytes."""
+    def _write(self, change: Callable[[str], str]) -> bytes:
+        """Apply ``change`` to the file's text and put it in place, never over another writer's bytes; what
+        was put there, which the operation reports on (no read after the change can make it raise)."""
 
         def transform(data: bytes) -> bytes:
             before = decode(data)
@@ -373,11 +371,7 @@ class MemoryTool:
             self._check_room(before, after)
             return encode(after)
 
-        try:
-            self._disk.change(transform)
-        except Refused as exc:
-            raise MemoryRefused(str(exc.strerror or exc)) from None
-        return self._usage_of(self._read().data)
+        return self._disk.change(transform)
 
     def _usage_of(self, data: bytes) -> MemoryUsage:
         return MemoryUsage(len(entries(decode(data))), used_characters(data), self.limit)
@@ -391,11 +385,18 @@ def memory_tool(dir: PathArg, *, file: str = "MEMORY.md", limit: int | None = No
     2,200 for any other name. ``file`` is a plain name, checked as
     ``files=`` is, that does not start with ``.``. The home must exist;
     the tool writes only inside it, and refuses to once its path leads to
-    another directory.
+    another directory. On a system where the memory laws are untested (not
+    Linux or macOS) it is refused (``MemoryRefused``) unless the environment
+    has ``TOOLNEXUS_SOUL_MEMORY_UNTESTED=1``.
     """
     path = home_path(dir)
     name = check_file(file)
     size = DEFAULT_LIMITS.get(name, _DEFAULT_LIMIT) if limit is None else check_int(limit, "limit", 1)
+    if not sys.platform.startswith(("linux", "darwin")) and os.environ.get(UNTESTED) != "1":
+        raise MemoryRefused(
+            f"the memory tool's laws are untested on this system ({sys.platform}): set {UNTESTED}=1 in the"
+            " environment to use it anyway (docs/reference/memory-file.md, section 14)"
+        )
     try:
         return MemoryTool(path, name, size)
     except OSError as exc:

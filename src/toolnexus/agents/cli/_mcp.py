@@ -32,7 +32,7 @@ import signal
 import sys
 from typing import Final
 
-from .. import __version__
+from .. import MemoryToolError, __version__
 from ._commands import said
 from ._mcp_home import Home
 from ._output import from_bytes_not_utf8, quiet_stdout, say, shown
@@ -88,6 +88,9 @@ def run(args: argparse.Namespace) -> int:
         usage_error(args, f"argument --file: {exc}")
     except OSError as exc:
         say(f"{shown(args.dir)}: {said(exc)}")
+        return 1
+    except MemoryToolError as exc:  # refused on a system where the memory laws are untested
+        say(f"{shown(args.dir)}: {exc.message}")
         return 1
     try:
         return _serve(home)

@@ -88,6 +88,9 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         say(f"{shown(args.dir)}: {said(exc)}")
         return EXIT_PROBLEM
+    except MemoryToolError as exc:  # refused on a system where the memory laws are untested
+        say(f"{shown(args.dir)}: {shown_text(exc.message)}")
+        return EXIT_PROBLEM
     with tool:
         return _act(args, tool)
 
