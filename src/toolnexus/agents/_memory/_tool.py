@@ -248,7 +248,7 @@ class MemoryTool:
 
     def parameters(self, strict: bool = False) -> dict[str, object]:
         """The JSON Schema of the tool's arguments: as OpenAI's strict mode wants it, whatever ``strict``."""
-        return _model.parameters(strict)
+        return _model.parameters()
 
     @overload
     def definition(
