@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from typing import Final, NamedTuple
 
 from .._format import WHITESPACE
+from ._errors import InvalidEntry
 
 __all__ = [
     "Entry",
-    "EntryError",
     "check_text",
     "decode",
     "encode",
@@ -61,10 +61,6 @@ def shown(text: str) -> str:
 def same(text: str) -> str:
     """What two entries' texts are compared by: trimmed, ``\r\n`` as ``\n``."""
     return text.replace("\r\n", "\n").strip(WHITESPACE)
-
-
-class EntryError(ValueError):
-    """Text that cannot be an entry; the message says why."""
 
 
 class Entry(NamedTuple):
@@ -127,23 +123,23 @@ def check_text(text: object, what: str = "content") -> str:
 
     ``\\r\\n`` becomes ``\\n``; a text sent as a markdown item (``- fact``)
     loses its ``- `` before it is trimmed (``- `` alone is empty). An
-    EntryError says what is wrong.
+    InvalidEntry says what is wrong.
     """
     if not isinstance(text, str):
-        raise EntryError(f"{what} must be text, not {type(text).__name__}")
+        raise InvalidEntry(f"{what} must be text, not {type(text).__name__}")
     text = text.replace("\r\n", "\n").lstrip(WHITESPACE)
     if text.startswith(BULLET):  # sent as a markdown item: the item is the entry
         text = text[len(BULLET) :]
     text = text.strip(WHITESPACE)
     if not text:
-        raise EntryError(f"{what} is empty: an entry needs some text")
+        raise InvalidEntry(f"{what} is empty: an entry needs some text")
     bad = next((ord(char) for char in text if ord(char) in _REFUSED), None)
     if bad is not None and 0xD800 <= bad < 0xE000:
-        raise EntryError(f"{what} holds a lone surrogate (U+{bad:04X}), which is no character")
+        raise InvalidEntry(f"{what} holds a lone surrogate (U+{bad:04X}), which is no character")
     if bad is not None:
-        raise EntryError(f"{what} holds a control character (U+{bad:04X}), which an entry may not")
+        raise InvalidEntry(f"{what} holds a control character (U+{bad:04X}), which an entry may not")
     if any(not line.strip(WHITESPACE) for line in text.split("\n")):
-        raise EntryError(f"{what} holds a blank line: an entry is one paragraph")
+        raise InvalidEntry(f"{what} holds a blank line: an entry is one paragraph")
     return text
 
 
@@ -181,7 +177,8 @@ def with_entries(text: str, new: Sequence[Entry | str]) -> str:
     old = entries(text)
     newline = newline_of(text)
     block = "".join(
-        _kept(text, item, newline) if isinstance(item, Entry) else render(item, newline) for item in new
+        _ended(text[item.start : item.end], newline) if isinstance(item, Entry) else render(item, newline)
+        for item in new
     )
     if not old:
         return _ended(text, newline) + block if block else text
@@ -190,10 +187,6 @@ def with_entries(text: str, new: Sequence[Entry | str]) -> str:
         pieces.append(text[previous.end : entry.start])
     pieces.append(text[old[-1].end :])
     return "".join(pieces)
-
-
-def _kept(text: str, entry: Entry, newline: str) -> str:
-    return _ended(text[entry.start : entry.end], newline)
 
 
 def _ended(text: str, newline: str) -> str:

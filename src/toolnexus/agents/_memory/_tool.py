@@ -26,7 +26,6 @@ from ._disk import MAX_NAME_BYTES, Disk
 from ._entries import (
     BULLET,
     Entry,
-    EntryError,
     check_text,
     decode,
     encode,
@@ -95,14 +94,10 @@ def _find_as_given(text: str, needle: str) -> Entry:
         return matches[0]  # one entry, or copies of one: the first
     if not matches:
         listed_starts = starts(found)
+        there = f"The entries start: {listed(listed_starts, len(found))}" if found else "There are no entries"
         raise NoMatch(
-            f"No entry holds {brief(needle)}. "
-            + (
-                f"The entries start: {listed(listed_starts, len(found))}."
-                if found
-                else "There are no entries."
-            )
-            + " Give a short piece of one entry's text, exactly as it is written.",
+            f"No entry holds {brief(needle)}. {there}. Give a short piece of one entry's text, exactly as it"
+            " is written.",
             listed_starts,
         )
     listed_starts = starts(matches)
@@ -170,7 +165,7 @@ class MemoryTool:
 
     def added(self, text: str) -> tuple[MemoryUsage, bool]:
         """``add``, and whether an entry was added (False: that very text was there already)."""
-        entry = self._text(text, "content")
+        entry = check_text(text)
         fresh = True
 
         def change(current: str) -> str:
@@ -183,7 +178,7 @@ class MemoryTool:
     def replace(self, old: str, new: str) -> MemoryUsage:
         """Replace the one entry that holds ``old`` by one holding ``new``; the usage after."""
         needle = self._needle(old)
-        entry = self._text(new, "content")
+        entry = check_text(new)
         return self._usage_of(self._write(lambda text: with_entry_replaced(text, _find(text, needle), entry)))
 
     def remove(self, old: str) -> MemoryUsage:
@@ -219,8 +214,8 @@ class MemoryTool:
                 continue
             try:
                 checked.append(check_text(text, f"new[{index}]"))
-            except EntryError as exc:
-                problems.append(str(exc))
+            except InvalidEntry as exc:
+                problems.append(exc.message)
         outcome = Merged((), (), ())
 
         def merge(text: str) -> str:
@@ -321,13 +316,6 @@ class MemoryTool:
         return await asyncio.to_thread(self.apply, snapshot, new)
 
     # ---- inside ------------------------------------------------------------------------
-
-    @staticmethod
-    def _text(text: object, what: str) -> str:
-        try:
-            return check_text(text, what)
-        except EntryError as exc:
-            raise InvalidEntry(str(exc)) from None
 
     @staticmethod
     def _needle(old: object) -> str:
