@@ -160,14 +160,13 @@ class Disk:
 
     def _swap(self, version: Version, opened: Opened, token: bytes, record: Record, data: bytes) -> bool:
         """DRAFT to PLACED (True: exchanged; False: HELD, then renamed), and RETURNED if it must be."""
-        assert version.ident is not None
         text_name, record_name = names(self._file, token)
         spare = _token(int(token, 16) + 1)
         try:
             system.step = State.DRAFT
             self._write(record_name, machine.encode(record), version)  # I1
             system.step = State.PLACED
-            if not self._unchanged(version.ident) or self._writer_coming(opened):
+            if ident(self._folder.stat(self._file)) != version.ident or self._writer_coming(opened):
                 raise _Again  # another writer changed the name, or is opening the file: let it finish
             if not self._folder.exchange(text_name, self._file):
                 self._hold(version, token, spare)
@@ -239,12 +238,6 @@ class Disk:
     def _writer_coming(self, opened: Opened) -> bool:
         """Has a process begun to open the file read for writing since the lease was taken?"""
         return opened.lease is Lease.HELD and system.lease_broken(opened.fd)
-
-    def _unchanged(self, read: tuple[int, int, int, int, int]) -> bool:
-        try:
-            return ident(self._folder.stat(self._file)) == read
-        except FileNotFoundError:
-            return False
 
     # -- SETTLED: nothing here raises (I6); what it cannot do, the next change does -----------
 

@@ -182,11 +182,8 @@ def with_entries(text: str, new: Sequence[Entry | str]) -> str:
     )
     if not old:
         return _ended(text, newline) + block if block else text
-    pieces = [text[: old[0].start], block]
-    for previous, entry in itertools.pairwise(old):
-        pieces.append(text[previous.end : entry.start])
-    pieces.append(text[old[-1].end :])
-    return "".join(pieces)
+    between = (text[previous.end : entry.start] for previous, entry in itertools.pairwise(old))
+    return "".join([text[: old[0].start], block, *between, text[old[-1].end :]])
 
 
 def _ended(text: str, newline: str) -> str:
