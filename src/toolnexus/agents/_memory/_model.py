@@ -1,14 +1,9 @@
 """The memory tool as a model meets it: its definition for a model's API, and the calls it makes.
 
-``definition`` gives the tool in the shape each API takes, typed as its SDK
-types it: OpenAI's chat completions (``ChatCompletionFunctionToolParam``),
-OpenAI's Responses API (``FunctionToolParam``), Anthropic's messages
-(``ToolParam``). Those types are named for type checkers only: the package
-imports no SDK. ``call`` runs a call as the model sent it (a mapping, or the
-JSON text of one) and never raises for what the model sent: it returns a
-``MemoryCallResult`` whose message tells the model what happened, or how to
-do better, in words that hold no path of the host and no advice for a
-Python programmer.
+The SDKs' types are named for type checkers only: the package imports no
+SDK. ``call`` never raises for what a model sent: its messages tell the
+model what happened, or how to do better, in words that hold no path of
+the host and no advice for a Python programmer.
 """
 
 from __future__ import annotations

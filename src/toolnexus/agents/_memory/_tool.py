@@ -1,13 +1,10 @@
 """The persona's memory: notes in one file of the home, added, replaced and removed without loss.
 
-``memory_tool(dir)`` returns a ``MemoryTool`` for ``MEMORY.md`` (or another
-file of the home). A host calls ``add``, ``replace``, ``remove`` and
-``entries``; a model calls the tool through ``definition()`` and ``call()``
-(``_model``). ``snapshot`` and ``apply`` let an LLM rewrite the whole memory
-over minutes, without a lock, and merge the result with what others wrote
-meanwhile (``_consolidate``). Every write is a change of ``_disk`` (the
-state machine of ``_machine``); what an entry is, is ``_entries``. The
-rules are in docs/reference/memory-file.md.
+``memory_tool(dir)`` returns a ``MemoryTool``, the host's API: each
+operation makes the file's new text here (``_find``, ``_check_room``) and
+puts it in place as one change of ``_disk``; a model's calls go through
+``_model``, a consolidation's merge through ``_consolidate``. The rules
+are in docs/reference/memory-file.md.
 """
 
 from __future__ import annotations
@@ -60,13 +57,10 @@ def used_characters(data: bytes) -> int:
 
 
 def _find(text: str, needle: str) -> Entry:
-    """The one entry of ``text`` that holds ``needle`` (or the first of copies of one).
+    """The one entry of ``text`` that holds ``needle``, chosen as section 14 says (NoMatch, AmbiguousMatch).
 
-    An entry whose text is ``needle`` (trimmed, as copies are compared) is
-    chosen over entries that merely hold it. A ``needle`` no entry holds
-    that starts with ``- `` is looked for again without it: quoted as the
-    prompt shows the entry's line. Raises NoMatch when none holds it,
-    AmbiguousMatch when several different ones do.
+    A ``needle`` that no entry holds and that starts with ``- `` is looked
+    for again without it: quoted as the prompt shows the entry's line.
     """
     try:
         return _find_as_given(text, needle)
@@ -339,10 +333,8 @@ class MemoryTool:
             return
         longest = sorted((e.text for e in entries(before)), key=len, reverse=True)[:3]
         if longest:
-            advice = (
-                "Replace or remove entries first (merge or shorten them); the longest start: "
-                + "; ".join(quoted(start(text)) for text in longest)
-            )
+            begins = "; ".join(quoted(start(text)) for text in longest)
+            advice = f"Replace or remove entries first (merge or shorten them); the longest start: {begins}"
         else:  # all of it is a person's text, which the tool never changes
             advice = "It holds no entries: its other text, which this tool never changes, takes the room"
         raise MemoryFull(
