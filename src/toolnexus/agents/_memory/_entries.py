@@ -93,10 +93,8 @@ def _continues(line: str) -> bool:
 
 
 def _unindent(line: str) -> str:
-    """A continuation line's text: without its first two spaces, or its tab."""
-    if line.startswith(INDENT):
-        return line[2:]
-    return line[1:]  # one space or one tab
+    """A continuation line's text: without its first two spaces, or its one space, or its tab."""
+    return line[len(INDENT) :] if line.startswith(INDENT) else line[1:]
 
 
 def entries(text: str) -> list[Entry]:

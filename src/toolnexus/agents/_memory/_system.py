@@ -52,7 +52,7 @@ _CHUNK: Final = 1 << 20
 
 # The seam: called with each call's name before it is made (tests fail or kill it there).
 hook: Callable[[str], None] | None = None
-step: object = None  # the transition of the machine under way, for a hook to read
+step: object = None  # the state the machine's change is entering (set by _disk), for a hook to read
 
 
 def _call(name: str, call: Callable[[], _T]) -> _T:
