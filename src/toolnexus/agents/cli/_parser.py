@@ -41,8 +41,10 @@ STATUSES: Final = (
         "a DIR does not exist, is not a directory, cannot be searched or cannot be opened; a bootstrap file"
         " exists but cannot be used (check, batch, any --strict); check --budget would cut a file; the"
         " process ran out of file descriptors or memory; memory could not make its change (the text cannot"
-        " be an entry, no entry or several hold OLD, the memory is full, the write is refused or fails); or"
-        " the output could not be written (standard output closed as a descriptor, >&-, included)",
+        " be an entry, no entry or several hold OLD, the memory is full, the write is refused or fails), or"
+        " made it but could not sync the directory (the message says it stands); memory or mcp is refused"
+        " where the memory tool's laws are untested; or the output could not be written (standard output"
+        " closed as a descriptor, >&-, included)",
     ),
     ("2", "usage: bad options or arguments, or a list or output file that cannot be opened"),
     ("130", "interrupted (Ctrl-C): 128 + SIGINT, with no traceback"),
@@ -56,8 +58,10 @@ MEMORY_STATUSES: Final = (
     (
         "1",
         "DIR does not exist or is not a directory; memory could not make its change (the text cannot be an"
-        " entry, no entry or several hold OLD, the memory is full, the write is refused or fails); or the"
-        " output could not be written (standard output closed as a descriptor, >&-, included)",
+        " entry, no entry or several hold OLD, the memory is full, the write is refused or fails), or made"
+        " it but could not sync the directory (the message says it stands); the tool is refused where its"
+        " laws are untested; or the output could not be written (standard output closed as a descriptor,"
+        " >&-, included)",
     ),
     ("2", "usage: bad options or arguments, a TEXT, OLD, NEW or --file that is not UTF-8"),
     STATUSES[3],
