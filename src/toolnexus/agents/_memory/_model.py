@@ -99,6 +99,7 @@ def description(tool: MemoryTool) -> str:
 
 def parameters() -> dict[str, object]:
     """The JSON Schema of the tool's arguments, one for every host, strict or not (section 14 says why)."""
+    # null as an anyOf branch, not in a list of types, which some schema walkers do not take
     text: dict[str, object] = {"anyOf": [{"type": "string"}, {"type": "null"}]}
     return {
         "type": "object",
