@@ -51,10 +51,6 @@ class _Again(Exception):
     """The name changed under the change, or the change was returned: sort the files again and redo."""
 
 
-def _step(now: State) -> None:
-    system.step = now
-
-
 def _token(number: int) -> bytes:
     return b"%016x" % number
 
@@ -77,7 +73,7 @@ class Disk:
 
     def read(self) -> Version:
         """The file as it is now, without the lock (every change replaces it whole)."""
-        _step(State.READ)
+        system.step = State.READ
         self._check_home()
         opened = self._files.open(lease=False)
         if opened is None:
@@ -90,11 +86,11 @@ class Disk:
     def change(self, transform: Callable[[bytes], bytes]) -> bytes:
         """Put ``transform(data)`` in place of the file's ``data`` (called again if another writer beat it;
         raising, it makes no change); what was put there."""
-        _step(State.LOCKED)
+        system.step = State.LOCKED
         self._check_home()
         with self._locked():
             for _ in range(_TRIES):
-                _step(State.LOCKED)
+                system.step = State.LOCKED
                 found, at_name = self._files.find()
                 sorted_out = machine.plan(self._file, found, at_name)
                 for each in sorted_out.remove:
@@ -103,7 +99,7 @@ class Disk:
                     done = self._try(transform, sorted_out.kept, {one.token for one in found})
                 except _Again:
                     continue
-                _step(State.SETTLED)
+                system.step = State.SETTLED
                 self._settle(sorted_out.kept, done)  # nothing here raises (I6)
                 return done.data
         raise MemoryRefused(f"{self.name} kept changing while it was rewritten: try again")
@@ -111,7 +107,7 @@ class Disk:
     # -- READ to SYNCED: one try -----------------------------------------------------------
 
     def _try(self, transform: Callable[[bytes], bytes], kept: list[Kept], taken: set[bytes]) -> _Done:
-        _step(State.READ)
+        system.step = State.READ
         opened = self._files.open(lease=True)
         try:
             version = self._files.version(opened.fd) if opened is not None else NO_FILE
@@ -123,15 +119,15 @@ class Disk:
                     merged[one.token] = look.data
             data = transform(text)
             token = _token(machine.next_token(taken))
-            _step(State.WRITTEN)
+            system.step = State.WRITTEN
             ino = self._write(names(self._file, token).text, data, version, text=True).st_ino
             record = Record(machine.NewText(ino, len(data), machine.digest(data)), version.data, merged)
-            held = opened is not None and version.ident is not None  # exchanged: its text holds the file read
-            if not held:
+            if opened is None:
                 self._create(token, record)
-            elif not self._swap(version, opened, token, record, data):  # type: ignore[arg-type]
-                held = False  # no exchange: its text went to the name
-            _step(State.SYNCED)
+                held = False
+            else:  # True: exchanged, so that its text holds the file read; False: its text went to the name
+                held = self._swap(version, opened, token, record, data)
+            system.step = State.SYNCED
             try:
                 self._folder.sync()
             except OSError as exc:
@@ -148,9 +144,9 @@ class Disk:
         text_name, record_name = names(self._file, token)
         try:
             if record.merged:  # what it merged counts once it stands at the name (I4)
-                _step(State.DRAFT)
+                system.step = State.DRAFT
                 self._write(record_name, machine.encode(record), NO_FILE)
-            _step(State.PLACED)
+            system.step = State.PLACED
             linked = not self._folder.rename_noreplace(text_name, self._file)
             if linked:
                 self._folder.link(text_name, self._file)  # never replaces either, where renameat2 is missing
@@ -164,14 +160,13 @@ class Disk:
 
     def _swap(self, version: Version, opened: Opened, token: bytes, record: Record, data: bytes) -> bool:
         """DRAFT to PLACED (True: exchanged; False: HELD, then renamed), and RETURNED if it must be."""
-        assert version.ident is not None
         text_name, record_name = names(self._file, token)
         spare = _token(int(token, 16) + 1)
         try:
-            _step(State.DRAFT)
+            system.step = State.DRAFT
             self._write(record_name, machine.encode(record), version)  # I1
-            _step(State.PLACED)
-            if not self._unchanged(version.ident) or self._writer_coming(opened):
+            system.step = State.PLACED
+            if ident(self._folder.stat(self._file)) != version.ident or self._writer_coming(opened):
                 raise _Again  # another writer changed the name, or is opening the file: let it finish
             if not self._folder.exchange(text_name, self._file):
                 self._hold(version, token, spare)
@@ -198,7 +193,7 @@ class Disk:
         """PLACED to RETURNED (False: it stays PLACED). The new record is written under a text's name: left
         there by a failure, it is WRITTEN, never a record alone."""
         spare_name = names(self._file, spare).text
-        _step(State.RETURNED)
+        system.step = State.RETURNED
         try:
             self._write(spare_name, machine.encode(back), version)
             self._folder.rename(spare_name, record_name)
@@ -209,15 +204,14 @@ class Disk:
 
     def _hold(self, version: Version, token: bytes, held: bytes) -> None:
         """Without exchange (DRAFT to HELD to PLACED): a second name for the file read, then a rename."""
-        assert version.ident is not None
         held_text, held_record = names(self._file, held)
-        _step(State.HELD)
+        system.step = State.HELD
         try:
             self._write(held_record, machine.encode(Record(None, version.data, {})), version)
             self._folder.link(self._file, held_text)
             if self._folder.stat(held_text).st_ino != version.ino:
                 raise FileNotFoundError  # the name led elsewhere by then: start again on what it leads to
-            _step(State.PLACED)
+            system.step = State.PLACED
             self._folder.rename(names(self._file, token).text, self._file)
         except BaseException:
             self._remove(held_text, held_record)
@@ -244,12 +238,6 @@ class Disk:
     def _writer_coming(self, opened: Opened) -> bool:
         """Has a process begun to open the file read for writing since the lease was taken?"""
         return opened.lease is Lease.HELD and system.lease_broken(opened.fd)
-
-    def _unchanged(self, read: tuple[int, int, int, int, int]) -> bool:
-        try:
-            return ident(self._folder.stat(self._file)) == read
-        except FileNotFoundError:
-            return False
 
     # -- SETTLED: nothing here raises (I6); what it cannot do, the next change does -----------
 

@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from typing import Final, NamedTuple
 
 from .._format import WHITESPACE
+from ._errors import InvalidEntry
 
 __all__ = [
     "Entry",
-    "EntryError",
     "check_text",
     "decode",
     "encode",
@@ -63,10 +63,6 @@ def same(text: str) -> str:
     return text.replace("\r\n", "\n").strip(WHITESPACE)
 
 
-class EntryError(ValueError):
-    """Text that cannot be an entry; the message says why."""
-
-
 class Entry(NamedTuple):
     """One entry of the file: its text, and where its lines lie in the file's text."""
 
@@ -97,10 +93,8 @@ def _continues(line: str) -> bool:
 
 
 def _unindent(line: str) -> str:
-    """A continuation line's text: without its first two spaces, or its tab."""
-    if line.startswith(INDENT):
-        return line[2:]
-    return line[1:]  # one space or one tab
+    """A continuation line's text: without its first two spaces, or its one space, or its tab."""
+    return line[len(INDENT) :] if line.startswith(INDENT) else line[1:]
 
 
 def entries(text: str) -> list[Entry]:
@@ -127,23 +121,23 @@ def check_text(text: object, what: str = "content") -> str:
 
     ``\\r\\n`` becomes ``\\n``; a text sent as a markdown item (``- fact``)
     loses its ``- `` before it is trimmed (``- `` alone is empty). An
-    EntryError says what is wrong.
+    InvalidEntry says what is wrong.
     """
     if not isinstance(text, str):
-        raise EntryError(f"{what} must be text, not {type(text).__name__}")
+        raise InvalidEntry(f"{what} must be text, not {type(text).__name__}")
     text = text.replace("\r\n", "\n").lstrip(WHITESPACE)
     if text.startswith(BULLET):  # sent as a markdown item: the item is the entry
         text = text[len(BULLET) :]
     text = text.strip(WHITESPACE)
     if not text:
-        raise EntryError(f"{what} is empty: an entry needs some text")
+        raise InvalidEntry(f"{what} is empty: an entry needs some text")
     bad = next((ord(char) for char in text if ord(char) in _REFUSED), None)
     if bad is not None and 0xD800 <= bad < 0xE000:
-        raise EntryError(f"{what} holds a lone surrogate (U+{bad:04X}), which is no character")
+        raise InvalidEntry(f"{what} holds a lone surrogate (U+{bad:04X}), which is no character")
     if bad is not None:
-        raise EntryError(f"{what} holds a control character (U+{bad:04X}), which an entry may not")
+        raise InvalidEntry(f"{what} holds a control character (U+{bad:04X}), which an entry may not")
     if any(not line.strip(WHITESPACE) for line in text.split("\n")):
-        raise EntryError(f"{what} holds a blank line: an entry is one paragraph")
+        raise InvalidEntry(f"{what} holds a blank line: an entry is one paragraph")
     return text
 
 
@@ -181,19 +175,13 @@ def with_entries(text: str, new: Sequence[Entry | str]) -> str:
     old = entries(text)
     newline = newline_of(text)
     block = "".join(
-        _kept(text, item, newline) if isinstance(item, Entry) else render(item, newline) for item in new
+        _ended(text[item.start : item.end], newline) if isinstance(item, Entry) else render(item, newline)
+        for item in new
     )
     if not old:
         return _ended(text, newline) + block if block else text
-    pieces = [text[: old[0].start], block]
-    for previous, entry in itertools.pairwise(old):
-        pieces.append(text[previous.end : entry.start])
-    pieces.append(text[old[-1].end :])
-    return "".join(pieces)
-
-
-def _kept(text: str, entry: Entry, newline: str) -> str:
-    return _ended(text[entry.start : entry.end], newline)
+    between = (text[previous.end : entry.start] for previous, entry in itertools.pairwise(old))
+    return "".join([text[: old[0].start], block, *between, text[old[-1].end :]])
 
 
 def _ended(text: str, newline: str) -> str:

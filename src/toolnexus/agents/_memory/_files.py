@@ -176,15 +176,12 @@ class Files:
             fd = self.folder.open(name, READ)
             try:
                 deadline, pause = time.monotonic() + WAIT_FOR_WRITERS, 0.0005
-                while not (data := system.read_all(fd, MAX_READ, len(kept.base) + _SLACK)).startswith(
-                    kept.base
-                ):
+                base = kept.base
+                while not (data := system.read_all(fd, MAX_READ, len(base) + _SLACK)).startswith(base):
                     writers = system.read_lease(fd)
-                    if writers is Lease.HELD:
+                    if writers is Lease.HELD:  # no writer: it is whole
                         system.release_lease(fd)
-                        return Look(
-                            system.read_all(fd, MAX_READ, len(data)), merged=True
-                        )  # no writer: it is whole
+                        return Look(system.read_all(fd, MAX_READ, len(data)), merged=True)
                     if writers is Lease.UNAVAILABLE or time.monotonic() >= deadline:
                         return Look(data, merged=writers is Lease.UNAVAILABLE)
                     time.sleep(pause)

@@ -1,24 +1,13 @@
 """What another writer did to a file, applied to the file as it is now: a three-way merge of lines.
 
-A file the tool replaced may still be written by whoever held it open: a
-shell's late append, an editor's save in place, a truncation. ``merge3``
-takes the text the tool built on (``base``), the replaced file as it is now
-(``theirs``) and the memory file as it is now (``ours``), and applies to
-``ours`` what ``theirs`` changed since ``base``: its lines added, at the
-place they were added, in their order; its lines removed. What ``ours``
-changed since ``base`` stays; where both changed one line, both changes
-stay (theirs first): a diff of lines cannot tell an edit of a line from a
-removal beside an addition, and either side's lines may be the only copy.
-A line both added at one place is there twice: each is someone's.
-
-Lines end at ``\n`` only (a lone ``\r`` is text, as in an entry) and are
-compared with their line end, so that a change of line ends is a change;
-the base's unended last line is one line however either side ends it
-(``_keyer``). A byte order mark is no part of the first line: it stays, or
-goes if the writer took it away. Lines that start with a space or a tab
-continue the line before them (an entry's further lines): those added
-after a line the other side removed get a blank line before them, so that
-they continue nobody else's entry.
+A file the tool replaced may still be written by whoever held it open (a
+late append, a save in place, a truncation). ``merge3`` applies to the
+memory file as it is now (``ours``) what that file (``theirs``) changed
+since the text the tool built on (``base``); section 14's "Merging a kept
+file" gives the rules, and the code says each where it applies it. Where
+both sides changed one line, both changes stay: a diff of lines cannot
+tell an edit of a line from a removal beside an addition, and either
+side's lines may be the only copy.
 """
 
 from __future__ import annotations
@@ -40,6 +29,7 @@ class _Changes(NamedTuple):
 
 
 def _lines(data: bytes) -> list[bytes]:
+    """Each line of ``data`` with its line end, ``\\n`` only (a lone ``\\r`` is text, as in an entry)."""
     lines = data.split(b"\n")
     ended = [line + b"\n" for line in lines[:-1]]
     return [*ended, lines[-1]] if lines[-1] else ended
@@ -126,7 +116,8 @@ def _merge_lines(base: bytes, theirs: bytes, ours: bytes) -> bytes:
         their_head, their_rest = _head(their_changes.before[index])
         our_head, our_rest = _head(our_changes.before[index])
         # Lines that continue the base line before them: right after it, theirs first, then the
-        # lines that start entries or other text (theirs first: where they wrote them).
+        # lines that start entries or other text (theirs first: where they wrote them). A line both
+        # added here is there twice: each is someone's.
         after_line = index > 0 and not their_changes.gone[index - 1] and not our_changes.gone[index - 1]
         if (their_head or our_head) and not after_line and merged and merged[-1] not in (b"\n", b"\r\n"):
             merged.append(newline)  # the line they continued is gone: they continue no other entry

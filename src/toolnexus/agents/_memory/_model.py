@@ -1,14 +1,9 @@
 """The memory tool as a model meets it: its definition for a model's API, and the calls it makes.
 
-``definition`` gives the tool in the shape each API takes, typed as its SDK
-types it: OpenAI's chat completions (``ChatCompletionFunctionToolParam``),
-OpenAI's Responses API (``FunctionToolParam``), Anthropic's messages
-(``ToolParam``). Those types are named for type checkers only: the package
-imports no SDK. ``call`` runs a call as the model sent it (a mapping, or the
-JSON text of one) and never raises for what the model sent: it returns a
-``MemoryCallResult`` whose message tells the model what happened, or how to
-do better, in words that hold no path of the host and no advice for a
-Python programmer.
+The SDKs' types are named for type checkers only: the package imports no
+SDK. ``call`` never raises for what a model sent: its messages tell the
+model what happened, or how to do better, in words that hold no path of
+the host and no advice for a Python programmer.
 """
 
 from __future__ import annotations
@@ -16,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Final, Literal, Protocol, TypedDict, cast
+from typing import TYPE_CHECKING, Final, TypedDict, cast
 
 from ._errors import AmbiguousMatch, InvalidEntry, MemoryFull, MemoryToolError, NoMatch
 from ._words import brief
@@ -27,11 +22,11 @@ if TYPE_CHECKING:
     from openai.types.responses import FunctionToolParam as OpenAIResponsesTool
 
     from ._results import MemoryUsage
+    from ._tool import MemoryTool
 
 __all__ = [
     "STYLES",
     "MemoryCallResult",
-    "Style",
     "call",
     "definition",
     "description",
@@ -39,9 +34,9 @@ __all__ = [
     "tool_name",
 ]
 
-Style = Literal["openai", "openai-responses", "anthropic"]
 STYLES: Final = ("openai", "openai-responses", "anthropic")
 _ACTIONS: Final = ("add", "replace", "remove")
+_DONE: Final = {"add": "Added the entry", "replace": "Replaced the entry", "remove": "Removed the entry"}
 _FIELDS: Final = ("action", "content", "old_text")
 _USES: Final = {"add": ("content",), "replace": ("old_text", "content"), "remove": ("old_text",)}
 _TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")  # what OpenAI's and Anthropic's APIs accept
@@ -73,25 +68,6 @@ class MemoryCallResult(_CallResultBase, total=False):
     longest: list[str]
 
 
-class Tool(Protocol):
-    """What the model's side needs of a memory tool."""
-
-    file: str
-    name: str
-    label: str
-    limit: int
-
-    def added(self, text: str) -> tuple[MemoryUsage, bool]: ...
-
-    def replace(self, old: str, new: str) -> MemoryUsage: ...
-
-    def remove(self, old: str) -> MemoryUsage: ...
-
-    def usage(self) -> MemoryUsage: ...
-
-    def holds(self, usage: MemoryUsage) -> str: ...
-
-
 def tool_name(file: str) -> str:
     """The tool's name for ``file``, as model APIs take names: ``memory``, ``user_memory``..."""
     if file == "MEMORY.md":
@@ -101,48 +77,36 @@ def tool_name(file: str) -> str:
     return f"{stem}_memory" if stem else "memory"
 
 
-def description(tool: Tool) -> str:
+def description(tool: MemoryTool) -> str:
     """What the tool tells a model about itself: its own memory, or, for ``USER.md``, the user's profile."""
     if tool.file == "USER.md":
-        what = (
-            f"What you know about the user: their profile, kept in {tool.label}, which is part of your "
-            "system prompt at the start of every session. A change you make now shows in your prompt from "
-            "the next session, not in this one. Keep facts about the user that help you help them (their "
-            "name, role, preferences, ways of working), one short fact per entry."
-        )
+        what = f"What you know about the user: their profile, kept in {tool.label}"
+        keep = "facts about the user that help you help them (their name, role, preferences, ways of working)"
+        whole = "The profile"
     else:
-        what = (
-            f"Your long-term memory: short notes kept in {tool.label}, which is part of your system "
-            "prompt at the start of every session. A change you make now shows in your prompt from the "
-            "next session, not in this one. Keep durable facts worth remembering (the user's "
-            "preferences, decisions, lessons learned), one short fact per entry."
-        )
-    whole = "The profile" if tool.file == "USER.md" else "The memory"
+        what = f"Your long-term memory: short notes kept in {tool.label}"
+        keep = "durable facts worth remembering (the user's preferences, decisions, lessons learned)"
+        whole = "The memory"
     return (
-        f"{what} Actions: 'add' a new entry (content); 'replace' the one entry holding old_text, a short "
+        f"{what}, which is part of your system prompt at the start of every session. A change you make now"
+        f" shows in your prompt from the next session, not in this one. Keep {keep}, one short fact per"
+        " entry. Actions: 'add' a new entry (content); 'replace' the one entry holding old_text, a short "
         f"piece of its text, by content; 'remove' the one entry holding old_text. {whole} holds at most "
         f"{tool.limit:,} character{'s' if tool.limit != 1 else ''}: when it is full, replace or remove"
         " entries (merge or shorten them) before adding."
     )
 
 
-def parameters(strict: bool = False) -> dict[str, object]:
-    """The JSON Schema of the tool's arguments, one for every host (``strict`` changes nothing in it).
-
-    Every property required, the text an action does not use given as
-    ``null``, no other property: OpenAI's strict mode and strict converters
-    (openai-agents') take it as it is, and a model, or a test model that
-    fills in what is required, can express every call with no stand-in
-    value. ``null`` is an ``anyOf`` branch, not a list of types, which
-    some schema walkers do not take.
-    """
+def parameters() -> dict[str, object]:
+    """The JSON Schema of the tool's arguments, one for every host, strict or not (section 14 says why)."""
+    # null as an anyOf branch, not in a list of types, which some schema walkers do not take
     text: dict[str, object] = {"anyOf": [{"type": "string"}, {"type": "null"}]}
     return {
         "type": "object",
         "properties": {
             "action": {
                 "type": "string",
-                "enum": ["add", "replace", "remove"],
+                "enum": list(_ACTIONS),
                 "description": "add a new entry, replace an entry, or remove one",
             },
             "content": {
@@ -162,7 +126,7 @@ def parameters(strict: bool = False) -> dict[str, object]:
 
 
 def definition(
-    tool: Tool, style: str, name: str | None, strict: bool
+    tool: MemoryTool, style: str, name: str | None, strict: bool
 ) -> OpenAIChatTool | OpenAIResponsesTool | AnthropicTool:
     """The tool in the shape of ``style``'s API (see ``MemoryTool.definition``)."""
     chosen = tool.name if name is None else name
@@ -174,7 +138,7 @@ def definition(
         )
     if not isinstance(strict, bool):
         raise TypeError(f"strict must be a bool, not {type(strict).__name__}")
-    schema = parameters(strict)
+    schema = parameters()
     if style == "openai":
         chat: OpenAIChatTool = {
             "type": "function",
@@ -200,28 +164,20 @@ def definition(
     raise ValueError(f"style must be one of {', '.join(map(repr, STYLES))}, got {style!r}")
 
 
-def call(tool: Tool, arguments: object) -> MemoryCallResult:
+def call(tool: MemoryTool, arguments: object) -> MemoryCallResult:
     """Run a model's call of the tool; a JSON-ready result that tells it what happened."""
     action: object = None
     try:
         parsed = _arguments(arguments)
         action = parsed.get("action")
-        if action == "add":
-            usage, added = tool.added(_argument(parsed, "content"))
-        else:
-            usage, added = _run(tool, parsed), True
+        usage, added = _run(tool, parsed)
     except MemoryToolError as exc:
         return _failure(tool, action, exc.code, exc.message, exc)
     except OSError as exc:
         return _failure(
             tool, action, "failed", f"the memory file could not be used: {exc.strerror or exc}", exc
         )
-    if not added:
-        done = "The entry was already there: nothing was added"
-    else:
-        done = {"add": "Added the entry", "replace": "Replaced the entry", "remove": "Removed the entry"}[
-            str(action)
-        ]
+    done = _DONE[str(action)] if added else "The entry was already there: nothing was added"
     message = f"{done}. {tool.holds(usage)}."
     if added:
         message += " The change shows in your prompt from the next session."
@@ -232,16 +188,19 @@ def call(tool: Tool, arguments: object) -> MemoryCallResult:
     return result
 
 
-def _run(tool: Tool, parsed: dict[str, object]) -> MemoryUsage:
+def _run(tool: MemoryTool, parsed: dict[str, object]) -> tuple[MemoryUsage, bool]:
+    """The action called, done: the usage after, and False for an ``add`` whose entry was there."""
     action = parsed.get("action")
+    if action == "add":
+        return tool.added(_argument(parsed, "content"))
     if action == "replace":
-        return tool.replace(_argument(parsed, "old_text"), _argument(parsed, "content"))
+        return tool.replace(_argument(parsed, "old_text"), _argument(parsed, "content")), True
     if action == "remove":
-        return tool.remove(_argument(parsed, "old_text"))
+        return tool.remove(_argument(parsed, "old_text")), True
     raise InvalidEntry(f"action must be 'add', 'replace' or 'remove', not {brief(action)}")
 
 
-def _failure(tool: Tool, action: object, code: str, message: str, exc: Exception) -> MemoryCallResult:
+def _failure(tool: MemoryTool, action: object, code: str, message: str, exc: Exception) -> MemoryCallResult:
     # The action as called, or None: a model's other text goes in the message only, cut and escaped.
     try:
         usage: MemoryUsage | None = tool.usage()

@@ -52,7 +52,7 @@ _CHUNK: Final = 1 << 20
 
 # The seam: called with each call's name before it is made (tests fail or kill it there).
 hook: Callable[[str], None] | None = None
-step: object = None  # the transition of the machine under way, for a hook to read
+step: object = None  # the state the machine's change is entering (set by _disk), for a hook to read
 
 
 def _call(name: str, call: Callable[[], _T]) -> _T:
@@ -128,11 +128,11 @@ def close(fd: int) -> None:
         os.close(fd)
 
 
-def adopt(fd: int, st: os.stat_result, owner: tuple[int, int] | None, mode: int) -> None:
+def adopt(fd: int, st: os.stat_result, owner: tuple[int, int], mode: int) -> None:
     """Give the new file ``fd`` (``st``) ``owner`` (uid, gid), or its group alone, where the process may
     (a process not root may give only a group it is in), then ``mode``."""
     chowned = False
-    if owner is not None and (st.st_uid, st.st_gid) != owner and hasattr(os, "fchown"):
+    if (st.st_uid, st.st_gid) != owner and hasattr(os, "fchown"):
         uid, gid = owner
         chowned = _fchown(fd, uid, gid) or _fchown(fd, -1, gid)  # the group alone, which a member may give
     if (chowned or stat.S_IMODE(st.st_mode) != mode) and hasattr(os, "fchmod"):
@@ -155,7 +155,7 @@ class Folder:
 
     def __init__(self, home: bytes) -> None:
         self.home = home
-        self.fd = -1
+        self.fd: int | None = None  # None: names are joined to the home's path
         self._close: Callable[[], object] = lambda: None
         if _HAVE_DIR_FD:
             self.fd = os.open(home, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
@@ -179,35 +179,32 @@ class Folder:
         return (st.st_dev, st.st_ino) != self._pinned
 
     def _at(self, name: bytes) -> bytes:
-        return name if self.fd >= 0 else os.path.join(self.home, name)
-
-    def _dir_fd(self) -> int | None:
-        return self.fd if self.fd >= 0 else None
+        return name if self.fd is not None else os.path.join(self.home, name)
 
     def open(self, name: bytes, flags: int, mode: int = 0o666) -> int:
-        return _call("open", lambda: os.open(self._at(name), flags | _FLAGS, mode, dir_fd=self._dir_fd()))
+        return _call("open", lambda: os.open(self._at(name), flags | _FLAGS, mode, dir_fd=self.fd))
 
     def stat(self, name: bytes) -> os.stat_result:
-        return _call("stat", lambda: os.stat(self._at(name), dir_fd=self._dir_fd(), follow_symlinks=False))
+        return _call("stat", lambda: os.stat(self._at(name), dir_fd=self.fd, follow_symlinks=False))
 
     def unlink(self, name: bytes) -> None:
-        _call("unlink", lambda: os.unlink(self._at(name), dir_fd=self._dir_fd()))
+        _call("unlink", lambda: os.unlink(self._at(name), dir_fd=self.fd))
 
     def rename(self, old: bytes, new: bytes) -> None:
-        dirfd = self._dir_fd()
-        _call("rename", lambda: os.replace(self._at(old), self._at(new), src_dir_fd=dirfd, dst_dir_fd=dirfd))
+        _call(
+            "rename", lambda: os.replace(self._at(old), self._at(new), src_dir_fd=self.fd, dst_dir_fd=self.fd)
+        )
 
     def link(self, old: bytes, new: bytes) -> None:
-        dirfd = self._dir_fd()
-        _call("link", lambda: os.link(self._at(old), self._at(new), src_dir_fd=dirfd, dst_dir_fd=dirfd))
+        _call("link", lambda: os.link(self._at(old), self._at(new), src_dir_fd=self.fd, dst_dir_fd=self.fd))
 
     def names(self) -> list[bytes]:
-        listed = _call("listdir", lambda: os.listdir(self.fd if self.fd >= 0 else self.home))
+        listed = _call("listdir", lambda: os.listdir(self.home if self.fd is None else self.fd))
         return [os.fsencode(name) for name in listed]
 
     def sync(self) -> None:
         """Make the directory's entries durable (nothing to do where it is not held open)."""
-        if self.fd >= 0:
+        if self.fd is not None:
             fsync(self.fd)
 
     def exchange(self, first: bytes, second: bytes) -> bool:
@@ -246,8 +243,8 @@ def _load_renameat2() -> Callable[[int, bytes, int, bytes, int], int] | None:
 _RENAMEAT2: Final = _load_renameat2()
 
 
-def _renameat2(dirfd: int, first: bytes, second: bytes, flags: int) -> bool:
-    if _RENAMEAT2 is None or dirfd < 0:
+def _renameat2(dirfd: int | None, first: bytes, second: bytes, flags: int) -> bool:
+    if _RENAMEAT2 is None or dirfd is None:
         return False
 
     def call() -> bool:

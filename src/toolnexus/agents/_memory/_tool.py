@@ -1,13 +1,10 @@
 """The persona's memory: notes in one file of the home, added, replaced and removed without loss.
 
-``memory_tool(dir)`` returns a ``MemoryTool`` for ``MEMORY.md`` (or another
-file of the home). A host calls ``add``, ``replace``, ``remove`` and
-``entries``; a model calls the tool through ``definition()`` and ``call()``
-(``_model``). ``snapshot`` and ``apply`` let an LLM rewrite the whole memory
-over minutes, without a lock, and merge the result with what others wrote
-meanwhile (``_consolidate``). Every write is a change of ``_disk`` (the
-state machine of ``_machine``); what an entry is, is ``_entries``. The
-rules are in docs/reference/memory-file.md.
+``memory_tool(dir)`` returns a ``MemoryTool``, the host's API: each
+operation makes the file's new text here (``_find``, ``_check_room``) and
+puts it in place as one change of ``_disk``; a model's calls go through
+``_model``, a consolidation's merge through ``_consolidate``. The rules
+are in docs/reference/memory-file.md.
 """
 
 from __future__ import annotations
@@ -26,7 +23,6 @@ from ._disk import MAX_NAME_BYTES, Disk
 from ._entries import (
     BULLET,
     Entry,
-    EntryError,
     check_text,
     decode,
     encode,
@@ -61,13 +57,10 @@ def used_characters(data: bytes) -> int:
 
 
 def _find(text: str, needle: str) -> Entry:
-    """The one entry of ``text`` that holds ``needle`` (or the first of copies of one).
+    """The one entry of ``text`` that holds ``needle``, chosen as section 14 says (NoMatch, AmbiguousMatch).
 
-    An entry whose text is ``needle`` (trimmed, as copies are compared) is
-    chosen over entries that merely hold it. A ``needle`` no entry holds
-    that starts with ``- `` is looked for again without it: quoted as the
-    prompt shows the entry's line. Raises NoMatch when none holds it,
-    AmbiguousMatch when several different ones do.
+    A ``needle`` that no entry holds and that starts with ``- `` is looked
+    for again without it: quoted as the prompt shows the entry's line.
     """
     try:
         return _find_as_given(text, needle)
@@ -95,14 +88,10 @@ def _find_as_given(text: str, needle: str) -> Entry:
         return matches[0]  # one entry, or copies of one: the first
     if not matches:
         listed_starts = starts(found)
+        there = f"The entries start: {listed(listed_starts, len(found))}" if found else "There are no entries"
         raise NoMatch(
-            f"No entry holds {brief(needle)}. "
-            + (
-                f"The entries start: {listed(listed_starts, len(found))}."
-                if found
-                else "There are no entries."
-            )
-            + " Give a short piece of one entry's text, exactly as it is written.",
+            f"No entry holds {brief(needle)}. {there}. Give a short piece of one entry's text, exactly as it"
+            " is written.",
             listed_starts,
         )
     listed_starts = starts(matches)
@@ -170,7 +159,7 @@ class MemoryTool:
 
     def added(self, text: str) -> tuple[MemoryUsage, bool]:
         """``add``, and whether an entry was added (False: that very text was there already)."""
-        entry = self._text(text, "content")
+        entry = check_text(text)
         fresh = True
 
         def change(current: str) -> str:
@@ -183,7 +172,7 @@ class MemoryTool:
     def replace(self, old: str, new: str) -> MemoryUsage:
         """Replace the one entry that holds ``old`` by one holding ``new``; the usage after."""
         needle = self._needle(old)
-        entry = self._text(new, "content")
+        entry = check_text(new)
         return self._usage_of(self._write(lambda text: with_entry_replaced(text, _find(text, needle), entry)))
 
     def remove(self, old: str) -> MemoryUsage:
@@ -219,8 +208,8 @@ class MemoryTool:
                 continue
             try:
                 checked.append(check_text(text, f"new[{index}]"))
-            except EntryError as exc:
-                problems.append(str(exc))
+            except InvalidEntry as exc:
+                problems.append(exc.message)
         outcome = Merged((), (), ())
 
         def merge(text: str) -> str:
@@ -248,7 +237,7 @@ class MemoryTool:
 
     def parameters(self, strict: bool = False) -> dict[str, object]:
         """The JSON Schema of the tool's arguments: as OpenAI's strict mode wants it, whatever ``strict``."""
-        return _model.parameters(strict)
+        return _model.parameters()
 
     @overload
     def definition(
@@ -323,13 +312,6 @@ class MemoryTool:
     # ---- inside ------------------------------------------------------------------------
 
     @staticmethod
-    def _text(text: object, what: str) -> str:
-        try:
-            return check_text(text, what)
-        except EntryError as exc:
-            raise InvalidEntry(str(exc)) from None
-
-    @staticmethod
     def _needle(old: object) -> str:
         if not isinstance(old, str):
             raise InvalidEntry(f"old_text must be text, not {type(old).__name__}")
@@ -351,10 +333,8 @@ class MemoryTool:
             return
         longest = sorted((e.text for e in entries(before)), key=len, reverse=True)[:3]
         if longest:
-            advice = (
-                "Replace or remove entries first (merge or shorten them); the longest start: "
-                + "; ".join(quoted(start(text)) for text in longest)
-            )
+            begins = "; ".join(quoted(start(text)) for text in longest)
+            advice = f"Replace or remove entries first (merge or shorten them); the longest start: {begins}"
         else:  # all of it is a person's text, which the tool never changes
             advice = "It holds no entries: its other text, which this tool never changes, takes the room"
         raise MemoryFull(

@@ -1,11 +1,7 @@
 """How the memory tool speaks of entries in messages: their starts, lists of them, counts, a model's values.
 
-Messages are for a person or a model: an entry's start is cut to 40
-characters on one line; a list names at most 20; a value a model sent is
-named by its JSON type when it is not text, whatever its size. Text is
-quoted as it is, backslashes, tabs and quotes included, so that a model
-can copy it back: only what would break a line or the message's UTF-8 is
-escaped (``quoted``).
+Text is quoted as it is, so that a model can copy it back: only what would
+break a line or the message's UTF-8 is escaped (``quoted``).
 """
 
 from __future__ import annotations
