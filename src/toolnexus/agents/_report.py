@@ -11,7 +11,7 @@ import hashlib
 import os
 import stat
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Final, NamedTuple
 
@@ -166,7 +166,8 @@ class Soul:
         if files is None:
             assert self._source is not None  # set whenever files was not given
             names, reads, cuts = self._source
-            files = file_reports(names, reads, self.symlinks, cuts)
+            measure = None if self.budget is None else self.budget.measure
+            files = file_reports(names, reads, self.symlinks, cuts, text=self.text, measure=measure)
             _set(self, "_files", files)  # two threads may both make it: the same reports
         return files
 
@@ -182,11 +183,23 @@ class Soul:
     @property
     def truncated_files(self) -> tuple[str, ...]:
         """Names of the files that were cut at the byte cap."""
+        source = self._source
+        if self._files is None and source is not None:  # from the reader's results: no reports made
+            names, reads, cuts = source
+            if cuts is not None:
+                return ()  # with a budget, a file is cut by it, never truncated
+            return tuple(name for name, read in zip(names, reads, strict=True) if read.truncated)
         return tuple(f.name for f in self.files if f.truncated)
 
     @property
     def cut_files(self) -> tuple[str, ...]:
         """Names of the files that the budget shortened or left out."""
+        source = self._source
+        if self._files is None and source is not None:  # from the budget's cuts: nothing measured
+            names, _, cuts = source
+            if cuts is None:
+                return ()
+            return tuple(name for name, cut in zip(names, cuts, strict=True) if cut is not None and cut.cut)
         return tuple(f.name for f in self.files if f.cut)
 
     @property
@@ -336,11 +349,21 @@ _ENOENT: Final = errnos.ENOENT
 
 
 def file_reports(
-    names: Sequence[str], reads: Sequence[FileRead], symlinks: str, cuts: Sequence[Cut | None] | None = None
+    names: Sequence[str],
+    reads: Sequence[FileRead],
+    symlinks: str,
+    cuts: Sequence[Cut | None] | None = None,
+    *,
+    text: str = "",
+    measure: Callable[[str], int] | None = None,
 ) -> tuple[FileReport, ...]:
-    """One ``FileReport`` per name, from the reader's results (and a budget's cuts) for those names."""
+    """One ``FileReport`` per name, from the reader's results (and a budget's cuts) for those names.
+
+    What a cut left unmeasured is measured here, with ``measure``, in
+    ``text``, the soul: a report asks for it.
+    """
     if cuts is not None:
-        return _budgeted_reports(names, reads, symlinks, cuts)
+        return _budgeted_reports(names, reads, symlinks, cuts, text=text, measure=measure or len)
     reports = []
     for name, read in zip(names, reads, strict=True):
         status, err, _, nread, truncated, stable, size_on_disk, _, _, _ = read
@@ -373,21 +396,39 @@ def file_reports(
 
 
 def _budgeted_reports(
-    names: Sequence[str], reads: Sequence[FileRead], symlinks: str, cuts: Sequence[Cut | None]
+    names: Sequence[str],
+    reads: Sequence[FileRead],
+    symlinks: str,
+    cuts: Sequence[Cut | None],
+    *,
+    text: str,
+    measure: Callable[[str], int],
 ) -> tuple[FileReport, ...]:
     # With a budget, a file is shortened by the budget, never truncated at the cap.
     reports = []
     for plain, cut in zip(file_reports(names, reads, symlinks), cuts, strict=True):
         if cut is None:
             reports.append(plain)
-        else:
-            budgeted = plain._replace(
-                truncated=False,
-                cut=cut.cut,
-                kept=cut.kept,
-                left_out=cut.left_out,
-                kept_bytes=cut.kept_bytes,
-                left_out_bytes=cut.left_out_bytes,
+            continue
+        kept = cut.kept
+        if kept < 0:  # not measured when composed: measured now, where it stands in the soul
+            spans = cut.spans
+            kept = sum(
+                measure(text[spans[i] : spans[i + 1]])
+                for i in range(0, len(spans), 2)
+                if spans[i + 1] > spans[i]
             )
-            reports.append(budgeted)
+        if not cut.cut:
+            left_out: int | None = 0
+        else:
+            left_out = None if cut.body < 0 else cut.body - kept
+        budgeted = plain._replace(
+            truncated=False,
+            cut=cut.cut,
+            kept=kept,
+            left_out=left_out,
+            kept_bytes=cut.kept_bytes,
+            left_out_bytes=cut.left_out_bytes,
+        )
+        reports.append(budgeted)
     return tuple(reports)

@@ -98,13 +98,19 @@ class Layout(NamedTuple):
 
 
 class Cut(NamedTuple):
-    """What a budget did to one present file."""
+    """What a budget did to one present file.
+
+    What it kept, in the budget's unit, is measured only when a report asks
+    (``FileReport.kept``): where a budget did not measure it, ``kept`` is -1
+    and ``spans`` says where it stands in the soul.
+    """
 
     cut: bool  # shortened, or left out entirely
-    kept: int  # of its body, in the budget's unit (markers excluded)
-    left_out: int | None  # of its body, in the budget's unit; None when it was not all read
+    kept: int  # of its body, in the budget's unit (markers excluded); -1: the measure of ``spans``
+    body: int  # the body's measure; -1 when it was not all read (or, for a file kept whole, not measured)
     kept_bytes: int
     left_out_bytes: int
+    spans: tuple[int, ...] = ()  # (start, stop) pairs of offsets into the soul: what ``kept`` measures
 
 
 class Composed(NamedTuple):
