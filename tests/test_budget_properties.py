@@ -26,7 +26,7 @@ from twins import using
 
 pytestmark = pytest.mark.reader_independent  # each example runs on both twins side by side
 
-SLOW_EXAMPLES = int(os.environ.get("TOOLNEXUS_SOUL_LAW_EXAMPLES", "3000"))
+SLOW_EXAMPLES = int(os.environ.get("TOOLNEXUS_SOUL_LAW_EXAMPLES", "1500"))
 
 
 TIKTOKEN = tiktoken_count()

@@ -11,8 +11,7 @@ the compiled reader is in use; ``NO_EXTENSIONS`` when the environment
 variable ``TOOLNEXUS_SOUL_NO_EXTENSIONS`` switched it off.
 
 This module is the package's face: every public name is here, and the
-folders behind it hold one job each (``docs/decisions.md``, "The shape of
-the code").
+folders behind it hold one job each (``docs/decisions/rooms-on-floors.md``).
 """
 
 from ._cache import RACY_WINDOW_NS, CacheStats, NotificationError, SoulCache, Validate

@@ -49,6 +49,7 @@ class FileStatus(str, enum.Enum):
 
 
 SymlinkPolicy: TypeAlias = Literal["follow", "within", "refuse"]
+"""Which symlinks a bootstrap file may be reached through (``symlinks=``; the format, section 8)."""
 # What the readers take: the public policies, and "within-portable", which is
 # "within" by its portable check alone (the fallback where openat2 is missing),
 # so that the tests can run that check where openat2 exists.

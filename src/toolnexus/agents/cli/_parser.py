@@ -33,7 +33,7 @@ __all__ = [
     "utf8_bytes",
 ]
 
-# The exit statuses, in the words of the README's table (a test holds them to it).
+# The exit statuses, in the words of docs/reference/command-line.md (a test holds them to it).
 STATUSES: Final = (
     ("0", "done (a batch whose --from-file list is empty: nothing composed, nothing written, not even OUT)"),
     (
