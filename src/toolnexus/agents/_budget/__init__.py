@@ -36,7 +36,7 @@ from ._tally import Tally
 
 __all__ = ["compose_budgeted"]
 
-_PRESENT: Final = FileStatus.PRESENT
+_PRESENT: Final = FileStatus.PRESENT.value  # as a FileRead holds it
 _new = tuple.__new__  # skips a NamedTuple's own __new__: a third of the cost
 
 
@@ -71,7 +71,7 @@ def compose_budgeted(home: bytes, options: Options) -> Composed:
     if done is not None:
         return done
     whole = whole_bodies(first, options, measured, tally)
-    if all(read.status is not _PRESENT or index in whole for index, read in enumerate(first.reads)):
+    if all(read.status != _PRESENT or index in whole for index, read in enumerate(first.reads)):
         # Every file read whole by the first read, and the soul not held: nothing more to read.
         return _fitted([whole[index] for index in sorted(whole)], measures, first.reads)
     reading = Reading(home, options, lambda lengths: _reach(lengths, budget), first, whole, tally=tally)

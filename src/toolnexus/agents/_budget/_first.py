@@ -23,7 +23,7 @@ from ._tally import Tally
 
 __all__ = ["first_read", "spans", "unchanged", "whole_bodies"]
 
-_PRESENT: Final = FileStatus.PRESENT
+_PRESENT: Final = FileStatus.PRESENT.value  # as a FileRead holds it
 _new = tuple.__new__  # skips a NamedTuple's own __new__: a third of the cost
 _MOST: Final = 16 * 1024  # bytes the first read takes of a file at most
 _SLACK: Final = 16  # a BOM, and White_Space a body is trimmed of
@@ -49,7 +49,7 @@ def spans(first: Composed, options: Options) -> dict[int, tuple[int, int]]:
     found: dict[int, tuple[int, int]] = {}
     at = 0
     for index, read in enumerate(first.reads):
-        if read.status is not _PRESENT:
+        if read.status != _PRESENT:
             continue
         at += len(layout.nexts[index] if at else layout.firsts[index])
         end = at + read.body_chars
@@ -81,7 +81,7 @@ def unchanged(first: Composed, options: Options, tally: Tally) -> tuple[Composed
             return None, {}
         cuts = tuple(
             _new(Cut, (False, read.body_chars, read.body_chars, read.body_bytes, 0, ()))
-            if read.status is _PRESENT
+            if read.status == _PRESENT
             else None
             for read in reads
         )

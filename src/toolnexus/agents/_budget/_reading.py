@@ -244,7 +244,7 @@ class Reading:
         self._home, self._options, self._budget, self._tally = home, options, budget, tally
         self.reads = list(first.reads)
         self._lengths: list[int | None] = [
-            None if read.status is not FileStatus.PRESENT
+            None if read.status != FileStatus.PRESENT
             else max(read.size_on_disk or 0, read.bytes_read) if read.truncated else read.bytes_read
             for read in first.reads
         ]  # fmt: skip

@@ -433,7 +433,7 @@ def _linked(composed: Composed, options: Options) -> list[bytes]:
     return [
         name
         for name, read in zip(options.names, composed.reads, strict=True)
-        if read.linked and read.status is not FileStatus.REFUSED
+        if read.linked and read.status != FileStatus.REFUSED
     ]
 
 
