@@ -151,21 +151,20 @@ class Soul:
         names: Sequence[str],
         max_file_bytes: int,
         symlinks: str,
-        cuts: Sequence[Cut | None] | None = None,
+        cuts: Sequence[CutRow | None] | None = None,
         budget: Budget | None = None,
         used: int | None = None,
     ) -> Soul:
         """The soul, with its reports still to be made from the reader's results.
 
         The compiled reader's results are kept as they are: nothing in them
-        is on the collector's lists. Others (the pure reader's, a budget's)
-        are kept as plain tuples of their fields, which CPython takes off
-        those lists itself at its next collection.
+        is on the collector's lists. Others (the pure reader's) are kept as
+        plain tuples of their fields, which CPython takes off those lists
+        itself at its next collection, as it does a budget's ``cuts``.
         """
         soul = cls.__new__(cls)
         rows: Sequence[ReadRow] = reads if _untracked(reads) else tuple([(*read,) for read in reads])
-        kept = None if cuts is None else tuple([None if cut is None else (*cut,) for cut in cuts])
-        _fill(soul, text, found, max_file_bytes, symlinks, budget, used, None, (names, rows, kept))
+        _fill(soul, text, found, max_file_bytes, symlinks, budget, used, None, (names, rows, cuts))
         return soul
 
     def __setattr__(self, name: str, value: object) -> None:

@@ -137,5 +137,6 @@ class Composed(NamedTuple):
     text: str  # the soul
     found: tuple[str, ...]  # the names whose sections it holds, in order
     reads: tuple[FileRead, ...]  # one per name
-    cuts: tuple[Cut | None, ...] | None = None  # with a budget: per name, a Cut for each present file
+    # With a budget: per name, for each present file, a Cut's fields as a plain tuple (a CutRow).
+    cuts: tuple[CutRow | None, ...] | None = None
     used: int | None = None  # with a budget: the soul in its unit

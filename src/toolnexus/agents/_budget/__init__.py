@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Final
 
 from .._options import Budget, Options
-from .._vocabulary import Composed, Cut, FileRead, FileStatus
+from .._vocabulary import Composed, CutRow, FileRead, FileStatus
 from ._cuts import render
 from ._first import first_read, unchanged, whole_bodies
 from ._fitting import Attempt, fitted
@@ -64,12 +64,12 @@ def compose_budgeted(home: bytes, options: Options) -> Composed:
     budget = options.budget
     assert budget is not None
     tally = Tally(budget)
-    measures = Measures(tally, options)
     first = first_read(home, options)
     tally.read = len(first.text)
     done, measured = unchanged(first, options, tally)
     if done is not None:
         return done
+    measures = Measures(tally, options)
     whole = whole_bodies(first, options, measured, tally)
     if all(read.status != _PRESENT or index in whole for index, read in enumerate(first.reads)):
         # Every file read whole by the first read, and the soul not held: nothing more to read.
@@ -95,15 +95,15 @@ def compose_budgeted(home: bytes, options: Options) -> Composed:
     return _fitted(reading.bodies, measures, tuple(reading.reads))
 
 
-def _kept(bodies: Sequence[Body], measures: Measures, count: int) -> tuple[Cut | None, ...]:
-    """The ``Cut``s of a soul that holds every body whole: measured where they were, else when asked."""
-    cuts: list[Cut | None] = [None] * count
+def _kept(bodies: Sequence[Body], measures: Measures, count: int) -> tuple[CutRow | None, ...]:
+    """The cuts of a soul that holds every body whole: measured where they were, else when asked."""
+    cuts: list[CutRow | None] = [None] * count
     at = 0
     for position, body in enumerate(bodies):
         at += len(measures.heading(body, position))
         units = body.text_units
         shown = () if units >= 0 else (at, at + len(body.text))
-        cuts[body.index] = _new(Cut, (False, units, units, body.nbytes, 0, shown))
+        cuts[body.index] = (False, units, units, body.nbytes, 0, shown)
         at += len(body.text)
     return tuple(cuts)
 
@@ -129,7 +129,8 @@ def _fitted(bodies: Sequence[Body], measures: Measures, reads: Sequence[FileRead
     if total is not None and tally.counted:
         best = fitted(best, attempt, total, spare)
     cuts = best.cuts
-    per_name = tuple(cuts.get(index) for index in range(len(reads)))
+    # As plain tuples, which a soul keeps: nothing the cyclic collector walks.
+    per_name = tuple([None if (cut := cuts.get(index)) is None else (*cut,) for index in range(len(reads))])
     return _new(Composed, (best.text, best.found, tuple(reads), per_name, best.used))
 
 

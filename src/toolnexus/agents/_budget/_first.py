@@ -17,7 +17,7 @@ from typing import Final
 
 from .. import _native
 from .._options import Options
-from .._vocabulary import Composed, Cut, FileStatus
+from .._vocabulary import Composed, CutRow, FileStatus
 from ._reading import UNLIMITED, Body, bytes_per_unit, whole_body
 from ._tally import Tally
 
@@ -80,10 +80,12 @@ def unchanged(first: Composed, options: Options, tally: Tally) -> tuple[Composed
         ):
             return None, {}
         cuts = tuple(
-            _new(Cut, (False, read.body_chars, read.body_chars, read.body_bytes, 0, ()))
-            if read.status == _PRESENT
-            else None
-            for read in reads
+            [
+                (False, read.body_chars, read.body_chars, read.body_bytes, 0, ())
+                if read.status == _PRESENT
+                else None
+                for read in reads
+            ]
         )
         return _new(Composed, (text, first.found, reads, cuts, len(text))), {}
     where = spans(first, options)
@@ -96,11 +98,11 @@ def unchanged(first: Composed, options: Options, tally: Tally) -> tuple[Composed
     used = tally.measure(text)
     if budget.total is not None and used > budget.total:
         return None, measured
-    per_name: list[Cut | None] = [None] * len(reads)
+    per_name: list[CutRow | None] = [None] * len(reads)
     for index, (start, stop) in where.items():
         units = measured.get(index, -1)
         shown = () if units >= 0 else (start, stop)
-        per_name[index] = _new(Cut, (False, units, units, reads[index].body_bytes, 0, shown))
+        per_name[index] = (False, units, units, reads[index].body_bytes, 0, shown)
     return _new(Composed, (text, first.found, reads, tuple(per_name), used)), measured
 
 

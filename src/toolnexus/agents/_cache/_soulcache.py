@@ -284,9 +284,11 @@ class SoulCache:
             soul = self._entries.get(key)
             if soul is None or soul.budget != budget:
                 return None  # composed with another count: this call's budget recomposes, in its place
-            signed = self._signed.get(key)
+            # A tuple's hash is not kept: each look-up of the key hashes it again,
+            # so the tables of a notified cache, empty, are not asked.
+            signed = self._signed.get(key) if self._signed else None
             if signed is None:  # notified
-                if key in self._stale:
+                if self._stale and key in self._stale:
                     return None
                 self._entries.move_to_end(key)  # no event since it was read
                 self._hits += 1
