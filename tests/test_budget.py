@@ -291,19 +291,26 @@ def test_files_beyond_the_cap_keep_their_end(home: Path, write: Writer) -> None:
     assert soul.files[6].cut
 
 
-def test_count_is_called_logarithmically(home: Path, write: Writer) -> None:
+def test_count_is_called_about_once_a_text(home: Path, write: Writer) -> None:
+    # Two 200 KB files cut to 5,000 words: read in part after the first read,
+    # they cost count what was read of them, not a bisection of each part.
     write("MEMORY.md", "word " * 40_000)
     write("SOUL.md", "soul " * 40_000)
-    calls = 0
+    texts: list[str] = []
 
     def counting(text: str) -> int:
-        nonlocal calls
-        calls += 1
+        texts.append(text)
         return len(text.split())
 
-    soul = compose(home, budget=Budget(total=5000, count=counting))
+    budget = Budget(total=5000, count=counting)
+    texts.clear()
+    soul = compose(home, budget=budget)
     assert len(soul.text.split()) <= 5000
-    assert calls <= 120  # 2 files: a few measures each, and two bisections of ~17 steps
+    assert soul.cut_files == ("SOUL.md", "MEMORY.md")
+    # n + 2 + 4c, and two for each file read after the first read (docs/reference/budgets.md).
+    assert len(texts) <= 2 + 2 + 4 * 2 + 2 * 2
+    assert sum(map(len, texts)) < 120_000  # under a third of what the two files hold
+    assert len(set(texts)) == len(texts)  # no text twice
 
 
 def test_a_tokenizer_count(home: Path, write: Writer) -> None:
@@ -343,12 +350,12 @@ def test_the_guides_token_recipe_counts_special_tokens_as_text(
     line = "- the <|endoftext|> token ends a document\n"
     assert soul.text == (
         "## SOUL.md\n\nNever print <|endoftext|> to a user.\n\n## MEMORY.md\n\n"
-        + line * 60
-        + "[... 38,641 bytes of MEMORY.md left out ...]\n"
-        + (line * 20)[:-1]
+        + line * 58
+        + "[... 38,767 bytes of MEMORY.md left out ...]\n"
+        + (line * 19)[:-1]
     )
-    assert (soul.used, tokens(soul.text)) == (3062, 3062)
-    assert (soul.cut_files, soul.files[-1].kept, soul.files[-1].left_out) == (("MEMORY.md",), 2958, 34041)
+    assert (soul.used, tokens(soul.text)) == (2951, 2951)
+    assert (soul.cut_files, soul.files[-1].kept, soul.files[-1].left_out) == (("MEMORY.md",), 2847, 34152)
 
 
 # ---- every entry point ---------------------------------------------------------
@@ -587,22 +594,25 @@ def test_heading_and_marker_are_kept_when_they_fit(home: Path, write: Writer) ->
 
 
 def test_cuts_over_the_cap_keep_the_line_rules(home: Path, write: Writer) -> None:
+    # 3,204 bytes seen at its start and 801 at its end (a fifth of the cap),
+    # all of which a roomy total keeps: the start up to the last line end in
+    # its last fifth (line 74's), the end from the first line start in its first.
     lines = [f"- note {n:03d}: the user prefers metric units" for n in range(1, 199)]
     write("MEMORY.md", "\r\n".join(lines).encode()[:8490])
     soul = compose(home, max_file_bytes=4005, budget=Budget(total=100_000))
-    head = "\r\n".join(lines[:69])
+    head = "\r\n".join(lines[:74])
     tail = "\r\n".join(lines[179:197]) + "\r\n- note 198: the use"
-    assert soul.text == f"## MEMORY.md\n\n{head}\n{marker('MEMORY.md', 4732)}\n{tail}"
+    assert soul.text == f"## MEMORY.md\n\n{head}\n{marker('MEMORY.md', 4517)}\n{tail}"
     assert soul.files[6] == FileReport(
         "MEMORY.md",
         FileStatus.PRESENT,
         bytes_read=4006,
         size_on_disk=8490,
         cut=True,
-        kept=3758,
+        kept=3973,
         left_out=None,
-        kept_bytes=3758,
-        left_out_bytes=4732,
+        kept_bytes=3973,
+        left_out_bytes=4517,
     )
 
 
@@ -617,18 +627,23 @@ def test_the_size_is_what_was_read(home: Path, write: Writer) -> None:
 
 
 def test_no_marker_says_nothing_was_left_out(home: Path, write: Writer) -> None:
+    # 64 characters measure 65: over per_file, so cut to a share of 64, 47
+    # for the start and 15 for the end (line breaks paid), each part its
+    # share's worth at the body's rate (46 and 14), measured: 60 units.
     write("MEMORY.md", "a" * 64)
     soul = compose(home, budget=Budget(per_file=64, count=lambda s: len(s) + len(s) ** 2 // 4096))
-    assert soul.text == f"## MEMORY.md\n\n{'a' * 47}\n{marker('MEMORY.md', 2)}\n{'a' * 15}"
-    assert (soul.files[6].kept, soul.files[6].left_out, soul.files[6].left_out_bytes) == (62, 3, 2)
+    assert soul.text == f"## MEMORY.md\n\n{'a' * 46}\n{marker('MEMORY.md', 4)}\n{'a' * 14}"
+    assert (soul.files[6].kept, soul.files[6].left_out, soul.files[6].left_out_bytes) == (60, 5, 4)
 
 
 def test_word_and_line_counts_keep_the_line_rule(home: Path, write: Writer) -> None:
     rows = [f"line {n:02d} has four words" for n in range(1, 31)]
     write("SOUL.md", "\n".join(rows))
     soul = compose(home, budget=Budget(total=60, count=words))
-    head, tail = "\n".join(rows[:7]), " four words\n" + "\n".join(rows[28:])
-    assert soul.text == f"## SOUL.md\n\n{head}\n{marker('SOUL.md', 472)}\n{tail}"
+    # The end's share is 9 words; at the body's rate a little less: its start
+    # falls in line 29, whose \n is too far back to move to.
+    head, tail = "\n".join(rows[:7]), "ine 29 has four words\nline 30 has four words"
+    assert soul.text == f"## SOUL.md\n\n{head}\n{marker('SOUL.md', 485)}\n{tail}"
     soul = compose(home, budget=Budget(per_file=4, count=lines))
     assert soul.text == "## SOUL.md\n\n" + "\n".join(rows[:2]) + "\n" + marker("SOUL.md", 644)
 
@@ -693,11 +708,12 @@ def test_a_file_over_the_cap_read_to_its_last_byte_is_exact(home: Path, write: W
 
 def test_a_cut_file_that_has_all_it_can_use_cuts_no_other(home: Path, write: Writer) -> None:
     # Newlines as the unit: markers cost nothing. SOUL.md (equal, later) is
-    # cut to all but one unit of its body; AGENTS.md, kept whole, keeps more.
+    # cut to what is left, one unit, which its line break takes; AGENTS.md,
+    # kept whole, keeps more.
     write("AGENTS.md", "a\naa\na")
     write("SOUL.md", "a\naa\na")
     soul = compose(home, budget=Budget(total=9, count=newlines))
-    assert soul.text == f"## AGENTS.md\n\na\naa\na\n\n## SOUL.md\n\na\n{marker('SOUL.md', 5)}"
+    assert soul.text == f"## AGENTS.md\n\na\naa\na\n\n## SOUL.md\n\n{marker('SOUL.md', 6)}"
 
 
 def test_a_super_additive_count_lowers_the_total_no_further_than_it_must(home: Path, write: Writer) -> None:
@@ -705,9 +721,11 @@ def test_a_super_additive_count_lowers_the_total_no_further_than_it_must(home: P
         write(name, f"- a note for {name}, about metric units\n" * 800)
     soul = compose(home, budget=Budget(total=20_000, count=super_additive))
     # 7,300 characters is the most any soul can have under this count
-    # (n + n²/4096 <= 20,000); lowering by the whole excess left markers alone.
-    assert (soul.used, len(soul.text)) == (19_924, 7_215)
-    assert [f.kept for f in soul.files if f.cut] == [3163, 3147, 3106]
+    # (n + n²/4096 <= 20,000). Cut at the rate of whole bodies (9.4 units a
+    # character), the soul measured a sixth of the total; raised, then
+    # lowered, by interpolation, it ends past seven eighths of it.
+    assert (soul.used, len(soul.text)) == (18_593, 6_916)
+    assert [f.kept for f in soul.files if f.cut] == [2995, 3061, 2995]
 
 
 # ---- what a third independent tester found: the docs now say what is done ------------

@@ -79,10 +79,11 @@ def test_hit_returns_the_same_object(home: Path, write: Writer, mode: Mode) -> N
     assert cache.compose(str(home)) is first
     assert cache.compose(bytes(home)) is first
     assert cache.stats == mode.stats(hits=3, misses=1, stale=0, size=1)
-    # Calls seen before skip the argument checks; a path-like that is not a
-    # Path may say something else each time, so it is checked every time.
+    # Calls seen before skip the argument checks (a Path remembered as its
+    # text, as a str says it); a path-like that is not a Path may say
+    # something else each time, so it is checked every time.
     assert set(cache._calls) == {
-        (call, 2 * 1024 * 1024, "follow", False, None, None) for call in (home, str(home), bytes(home))
+        (call, 2 * 1024 * 1024, "follow", False, None, None) for call in (str(home), bytes(home))
     }
 
 
@@ -343,6 +344,8 @@ def test_a_budget_made_per_call_keeps_one_entry(tmp_path: Path, mode: Mode) -> N
         assert len(cache) == 3  # one entry for homes[0] and that budget's shape; the others stay
         assert all(soul.text == "## SOUL.md\n\nsoul 0" for soul in souls)
         assert cache.stats.hits == 0  # a new count each time: composed each time, as it must be
+        # Each is a soul the cache never held (another count): a miss, not a changed file.
+        assert (cache.stats.misses, cache.stats.stale) == (2 + 50, 0)
         # Made once, a budget hits.
         budget = Budget(total=100, count=lambda text: len(text.split()))
         first = cache.compose(homes[0], budget=budget)
@@ -350,3 +353,8 @@ def test_a_budget_made_per_call_keeps_one_entry(tmp_path: Path, mode: Mode) -> N
         assert (cache.stats.hits, len(cache)) == (1, 3)
         assert [cache.compose(home) for home in homes[1:]] == [compose(home) for home in homes[1:]]
         assert cache.stats.hits == 3  # the other homes were never pushed out
+        # A file that shaped it changed: composed again for the same budget, stale.
+        (homes[0] / "SOUL.md").write_text("soul 0, edited")
+        mode.settle()
+        assert cache.compose(homes[0], budget=budget).text == "## SOUL.md\n\nsoul 0, edited"
+        assert (cache.stats.misses, cache.stats.stale) == (2 + 50 + 1, 1)

@@ -63,7 +63,8 @@ class Budget:
     ``"head"`` (its start and the marker). ``count`` measures text: ``len``
     (characters) when None; ``lambda s: len(s.encode())`` for bytes; a
     tokenizer's ``lambda s: len(enc.encode(s))`` for tokens. It is called
-    O(log n) times per file, never once per character. A frozen, hashable
+    about once per file and once for the soul (docs/reference/budgets.md,
+    "What a budget costs"), never once per character. A frozen, hashable
     value: caches key on it (``count`` by identity).
     """
 

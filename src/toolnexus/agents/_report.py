@@ -7,16 +7,17 @@ Plain immutable values, so a host can keep, compare, hash and log them; and
 from __future__ import annotations
 
 import errno as errnos
+import gc
 import hashlib
 import os
 import stat
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Final, NamedTuple
 
 from ._options import Budget
-from ._vocabulary import Cut, FileRead, FileStatus
+from ._vocabulary import Cut, CutRow, FileRead, FileStatus, ReadRow
 
 __all__ = ["NEAR_LIMIT", "FileReport", "Soul", "file_reports"]
 
@@ -94,13 +95,17 @@ class Soul:
     ``near_limit`` True when that is at least ``NEAR_LIMIT`` (85%) of its
     total. Immutable, comparable, hashable and picklable. ``files`` and
     ``digest`` are computed when first asked for, so a host that only wants
-    the text does not pay for them.
+    the text does not pay for them. A soul holds nothing the cyclic garbage
+    collector walks but itself (what it keeps of the reader's results is
+    atomic), so that a host, or a cache, can keep 100,000 of them.
     """
 
     __slots__ = (
+        "_cuts",
         "_digest",
         "_files",
-        "_source",
+        "_names",
+        "_reads",
         "budget",
         "found",
         "max_file_bytes",
@@ -116,9 +121,11 @@ class Soul:
     budget: Budget | None
     used: int | None
     _files: tuple[FileReport, ...] | None
-    # Where ``files`` comes from until it is made: each name, what the
-    # reader found there, and what the budget did to it.
-    _source: tuple[Sequence[str], Sequence[FileRead], Sequence[Cut | None] | None] | None
+    # Where ``files`` comes from until it is made: each name, what the reader
+    # found there and what the budget did to it, as tuples of atomic values.
+    _names: Sequence[str]
+    _reads: Sequence[ReadRow]
+    _cuts: Sequence[CutRow | None] | None
     _digest: str | None
 
     def __init__(
@@ -132,7 +139,7 @@ class Soul:
         budget: Budget | None = None,
         used: int | None = None,
     ) -> None:
-        _fill(self, text, found, max_file_bytes, symlinks, budget, used, files, None)
+        _fill(self, text, found, max_file_bytes, symlinks, budget, used, files, ((), (), None))
 
     @classmethod
     def of_reads(
@@ -144,13 +151,20 @@ class Soul:
         names: Sequence[str],
         max_file_bytes: int,
         symlinks: str,
-        cuts: Sequence[Cut | None] | None = None,
+        cuts: Sequence[CutRow | None] | None = None,
         budget: Budget | None = None,
         used: int | None = None,
     ) -> Soul:
-        """The soul, with its reports still to be made from the reader's results."""
+        """The soul, with its reports still to be made from the reader's results.
+
+        The compiled reader's results are kept as they are: nothing in them
+        is on the collector's lists. Others (the pure reader's) are kept as
+        plain tuples of their fields, which CPython takes off those lists
+        itself at its next collection, as it does a budget's ``cuts``.
+        """
         soul = cls.__new__(cls)
-        _fill(soul, text, found, max_file_bytes, symlinks, budget, used, None, (names, reads, cuts))
+        rows: Sequence[ReadRow] = reads if _untracked(reads) else tuple([(*read,) for read in reads])
+        _fill(soul, text, found, max_file_bytes, symlinks, budget, used, None, (names, rows, cuts))
         return soul
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -164,9 +178,10 @@ class Soul:
         """One ``FileReport`` per name, in order."""
         files = self._files
         if files is None:
-            assert self._source is not None  # set whenever files was not given
-            names, reads, cuts = self._source
-            files = file_reports(names, reads, self.symlinks, cuts)
+            measure = None if self.budget is None else self.budget.measure
+            files = file_reports(
+                self._names, self._reads, self.symlinks, self._cuts, text=self.text, measure=measure
+            )
             _set(self, "_files", files)  # two threads may both make it: the same reports
         return files
 
@@ -182,11 +197,22 @@ class Soul:
     @property
     def truncated_files(self) -> tuple[str, ...]:
         """Names of the files that were cut at the byte cap."""
+        if self._files is None:  # from the reader's results: no reports made
+            if self._cuts is not None:
+                return ()  # with a budget, a file is cut by it, never truncated
+            return tuple(
+                name for name, read in zip(self._names, self._reads, strict=True) if read[_TRUNCATED]
+            )
         return tuple(f.name for f in self.files if f.truncated)
 
     @property
     def cut_files(self) -> tuple[str, ...]:
         """Names of the files that the budget shortened or left out."""
+        cuts = self._cuts
+        if self._files is None:  # from the budget's cuts: nothing measured
+            if cuts is None:
+                return ()
+            return tuple(name for name, cut in zip(self._names, cuts, strict=True) if cut and cut[_CUT])
         return tuple(f.name for f in self.files if f.cut)
 
     @property
@@ -262,7 +288,7 @@ def _fill(  # noqa: PLR0917 - every slot of a Soul, once
     budget: Budget | None,
     used: int | None,
     files: tuple[FileReport, ...] | None,
-    source: tuple[Sequence[str], Sequence[FileRead], Sequence[Cut | None] | None] | None,
+    source: tuple[Sequence[str], Sequence[ReadRow], Sequence[CutRow | None] | None],
 ) -> None:
     _set(soul, "text", text)
     _set(soul, "found", found)
@@ -271,7 +297,9 @@ def _fill(  # noqa: PLR0917 - every slot of a Soul, once
     _set(soul, "budget", budget)
     _set(soul, "used", used)
     _set(soul, "_files", files)
-    _set(soul, "_source", source)
+    _set(soul, "_names", source[0])
+    _set(soul, "_reads", source[1])
+    _set(soul, "_cuts", source[2])
     _set(soul, "_digest", None)
 
 
@@ -312,15 +340,15 @@ _WITHIN_REFUSES: Final = (
 )
 
 
-def _describe(status: FileStatus, read: FileRead, symlinks: str) -> str:
+def _describe(status: FileStatus, kind: int, err: int, symlinks: str) -> str:
     """The error text of a file that is not present."""
     if status is FileStatus.REFUSED:
         if symlinks == "refuse":
             return "is a symlink (symlinks='refuse')"
         return _WITHIN_REFUSES
-    if status is FileStatus.NOT_REGULAR and read.kind:
-        return _KIND_NAMES.get(read.kind, f"is not a regular file (mode {read.kind:#o})")
-    return os.strerror(read.errno) if read.errno else status.value
+    if status is FileStatus.NOT_REGULAR and kind:
+        return _KIND_NAMES.get(kind, f"is not a regular file (mode {kind:#o})")
+    return os.strerror(err) if err else status.value
 
 
 @lru_cache(maxsize=64)
@@ -331,63 +359,77 @@ def _absent(name: str) -> FileReport:
 
 _new_report = tuple.__new__  # skips FileReport's Python-level __new__: half the cost
 _PRESENT: Final = FileStatus.PRESENT
-_MISSING: Final = FileStatus.MISSING
 _ENOENT: Final = errnos.ENOENT
+# The fields a soul reads of what it keeps, without making reports: by their names' places.
+_TRUNCATED: Final = FileRead._fields.index("truncated")
+_CUT: Final = Cut._fields.index("cut")
+
+
+def _untracked(reads: Sequence[FileRead]) -> bool:
+    """Are ``reads`` off the collector's lists already (the compiled reader's results)?"""
+    return type(reads) is tuple and not gc.is_tracked(reads)
 
 
 def file_reports(
-    names: Sequence[str], reads: Sequence[FileRead], symlinks: str, cuts: Sequence[Cut | None] | None = None
+    names: Sequence[str],
+    reads: Sequence[ReadRow],
+    symlinks: str,
+    cuts: Sequence[CutRow | None] | None = None,
+    *,
+    text: str = "",
+    measure: Callable[[str], int] | None = None,
 ) -> tuple[FileReport, ...]:
-    """One ``FileReport`` per name, from the reader's results (and a budget's cuts) for those names."""
+    """One ``FileReport`` per name, from the reader's results (and a budget's cuts) for those names.
+
+    Each a ``FileRead`` or a ``Cut``, or a plain tuple of its fields. What a
+    cut left unmeasured is measured here, with ``measure``, in ``text``, the
+    soul: a report asks for it.
+    """
     if cuts is not None:
-        return _budgeted_reports(names, reads, symlinks, cuts)
+        return _budgeted_reports(names, reads, symlinks, cuts, text=text, measure=measure or len)
     reports = []
     for name, read in zip(names, reads, strict=True):
-        status, err, _, nread, truncated, stable, size_on_disk, _, _, _ = read
-        if status is _PRESENT:
-            report = _new_report(
-                FileReport,
-                (
-                    name,
-                    _PRESENT,
-                    nread,
-                    truncated,
-                    stable,
-                    None,
-                    None,
-                    False,
-                    None,
-                    None,
-                    None,
-                    None,
-                    size_on_disk,
-                ),
-            )
-        elif status is _MISSING and err == _ENOENT:
+        status, err, kind, nread, truncated, stable, size_on_disk, _, _, _ = read
+        if status == "present":
+            fields = (name, _PRESENT, nread, truncated, stable, None, None, False, None, None, None, None)
+            report = _new_report(FileReport, (*fields, size_on_disk))
+        elif status == "missing" and err == _ENOENT:
             report = _absent(name)
         else:
-            error = _describe(status, read, symlinks)
-            report = FileReport(name, status, 0, False, stable, err or None, error, size_on_disk=size_on_disk)
+            member = FileStatus(status)
+            error = _describe(member, kind, err, symlinks)
+            report = FileReport(name, member, 0, False, stable, err or None, error, size_on_disk=size_on_disk)
         reports.append(report)
     return tuple(reports)
 
 
 def _budgeted_reports(
-    names: Sequence[str], reads: Sequence[FileRead], symlinks: str, cuts: Sequence[Cut | None]
+    names: Sequence[str],
+    reads: Sequence[ReadRow],
+    symlinks: str,
+    cuts: Sequence[CutRow | None],
+    *,
+    text: str,
+    measure: Callable[[str], int],
 ) -> tuple[FileReport, ...]:
     # With a budget, a file is shortened by the budget, never truncated at the cap.
     reports = []
-    for plain, cut in zip(file_reports(names, reads, symlinks), cuts, strict=True):
-        if cut is None:
+    for plain, row in zip(file_reports(names, reads, symlinks), cuts, strict=True):
+        if row is None:
             reports.append(plain)
-        else:
-            budgeted = plain._replace(
-                truncated=False,
-                cut=cut.cut,
-                kept=cut.kept,
-                left_out=cut.left_out,
-                kept_bytes=cut.kept_bytes,
-                left_out_bytes=cut.left_out_bytes,
-            )
-            reports.append(budgeted)
+            continue
+        cut, kept, body, kept_bytes, left_out_bytes, spans = row
+        if kept < 0:  # not measured when composed: measured now, where it stands in the soul
+            pairs = zip(spans[::2], spans[1::2], strict=True)
+            kept = sum(measure(text[start:stop]) for start, stop in pairs if stop > start)
+        left_out = 0 if not cut else None if body < 0 else body - kept
+        budgeted = plain._replace(
+            truncated=False,
+            cut=cut,
+            kept=kept,
+            left_out=left_out,
+            kept_bytes=kept_bytes,
+            left_out_bytes=left_out_bytes,
+        )
+        reports.append(budgeted)
     return tuple(reports)

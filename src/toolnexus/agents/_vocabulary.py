@@ -3,8 +3,8 @@
 Both reader twins (the compiled ``_native._capread`` and the pure
 ``_native._capread_py``) take and return these types; the rest of the
 package reads their fields by name. ``FileStatus`` is the one status of a
-name, from the reader's result to the public report; ``SymlinkPolicy`` the
-one spelling of the symlink policy, from the public argument to the reader.
+name, from the reader's result (as its value) to the public report;
+``SymlinkPolicy`` the one spelling of the symlink policy, from the public argument to the reader.
 ``Layout`` is what the Python layer hands a reader to say how a soul looks
 (``_format.layout`` makes it); ``Composed`` is one home's result.
 """
@@ -18,10 +18,12 @@ __all__ = [
     "POLICIES",
     "Composed",
     "Cut",
+    "CutRow",
     "Excerpt",
     "FileRead",
     "FileStatus",
     "Layout",
+    "ReadRow",
     "SymlinkPolicy",
 ]
 
@@ -57,9 +59,16 @@ POLICIES: Final = ("follow", "within", "refuse", "within-portable")
 
 
 class FileRead(NamedTuple):
-    """What the reader found at one name."""
+    """What the reader found at one name.
 
-    status: FileStatus
+    Its values are atomic (ints, bools, None, and the status as its text, a
+    ``FileStatus``'s value), so that a soul that keeps its reads (a host's,
+    or a cache's 100,000) gives the cyclic garbage collector nothing to
+    walk: the compiled reader takes its results off the collector's lists,
+    as CPython does for a plain tuple of such values.
+    """
+
+    status: str  # the FileStatus's value: "present", "missing", ... (FileStatus(status) is the member)
     errno: int  # why it is not present (0 when it is)
     kind: int  # the file type bits of st_mode, 0 when it could not be opened
     bytes_read: int  # at most cap + 1
@@ -74,6 +83,10 @@ class FileRead(NamedTuple):
     # it (cut, trimmed, decoded; no notice). 0 when absent, and in read_excerpts.
     body_chars: int = 0
     body_bytes: int = 0
+
+
+# A FileRead's fields as a plain tuple: what a soul keeps of one (a FileRead is one too).
+ReadRow: TypeAlias = tuple[str, int, int, int, bool, bool, int | None, bool, int, int]
 
 
 class Excerpt(NamedTuple):
@@ -99,13 +112,23 @@ class Layout(NamedTuple):
 
 
 class Cut(NamedTuple):
-    """What a budget did to one present file."""
+    """What a budget did to one present file.
+
+    What it kept, in the budget's unit, is measured only when a report asks
+    (``FileReport.kept``): where a budget did not measure it, ``kept`` is -1
+    and ``spans`` says where it stands in the soul.
+    """
 
     cut: bool  # shortened, or left out entirely
-    kept: int  # of its body, in the budget's unit (markers excluded)
-    left_out: int | None  # of its body, in the budget's unit; None when it was not all read
+    kept: int  # of its body, in the budget's unit (markers excluded); -1: the measure of ``spans``
+    body: int  # the body's measure; -1 when it was not all read (or, for a file kept whole, not measured)
     kept_bytes: int
     left_out_bytes: int
+    spans: tuple[int, ...] = ()  # (start, stop) pairs of offsets into the soul: what ``kept`` measures
+
+
+# A Cut's fields as a plain tuple: what a soul keeps of one (a Cut is one too).
+CutRow: TypeAlias = tuple[bool, int, int, int, int, tuple[int, ...]]
 
 
 class Composed(NamedTuple):
@@ -114,5 +137,6 @@ class Composed(NamedTuple):
     text: str  # the soul
     found: tuple[str, ...]  # the names whose sections it holds, in order
     reads: tuple[FileRead, ...]  # one per name
-    cuts: tuple[Cut | None, ...] | None = None  # with a budget: per name, a Cut for each present file
+    # With a budget: per name, for each present file, a Cut's fields as a plain tuple (a CutRow).
+    cuts: tuple[CutRow | None, ...] | None = None
     used: int | None = None  # with a budget: the soul in its unit

@@ -21,35 +21,37 @@ docs/reference/budgets.md lays down:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from typing import Final
 
 from .._options import Budget, Options
-from .._vocabulary import Composed, Cut, FileStatus
+from .._vocabulary import Composed, CutRow, FileRead, FileStatus
 from ._cuts import render
-from ._first import first_read, texts, unchanged, whole_bodies
+from ._first import first_read, unchanged, whole_bodies
+from ._fitting import Attempt, fitted
 from ._reading import UNLIMITED, Body, Reading, bytes_per_unit
 from ._shares import Measures, Plan, plan, waterfill
+from ._tally import Tally
 
 __all__ = ["compose_budgeted"]
 
-# Passes of sharing with a lowered total, for a count that does not add up,
-# before the soul falls back to the least each file can take (which fits).
-_LOWERINGS: Final = 8
-_PRESENT: Final = FileStatus.PRESENT
+_PRESENT: Final = FileStatus.PRESENT.value  # as a FileRead holds it
+_new = tuple.__new__  # skips a NamedTuple's own __new__: a third of the cost
 
 
-def _unchanged(bodies: Sequence[Body], measures: Measures) -> str | None:
-    """The soul without a budget, if the budget holds it (law 1); else None."""
+def _unchanged(bodies: Sequence[Body], measures: Measures) -> tuple[str, int] | None:
+    """The soul without a budget and its measure, if the budget holds it (law 1); else None."""
     budget = measures.budget
     if not all(body.whole and not body.over_cap for body in bodies):
         return None
     if budget.per_file is not None and any(body.measure > budget.per_file for body in bodies):
         return None
     text = "".join(measures.heading(body, p) + body.text for p, body in enumerate(bodies))
-    if budget.total is not None and budget.measure(text) > budget.total:
+    used = measures.tally.measure(text) if budget.count is not None else len(text)
+    if budget.total is not None and used > budget.total:
         return None
-    return text
+    return text, used
 
 
 def compose_budgeted(home: bytes, options: Options) -> Composed:
@@ -61,70 +63,75 @@ def compose_budgeted(home: bytes, options: Options) -> Composed:
     """
     budget = options.budget
     assert budget is not None
-    measures = Measures(budget, options)
+    tally = Tally(budget)
     first = first_read(home, options)
-    done, measured = unchanged(first, options, budget)
+    tally.read = len(first.text)
+    done, measured = unchanged(first, options, tally)
     if done is not None:
         return done
-    whole = whole_bodies(first, options, texts(first, options), measured, budget)
-    if all(read[0] is not _PRESENT or index in whole for index, read in enumerate(first.reads)):
+    measures = Measures(tally, options)
+    whole = whole_bodies(first, options, measured, tally)
+    if all(read.status != _PRESENT or index in whole for index, read in enumerate(first.reads)):
         # Every file read whole by the first read, and the soul not held: nothing more to read.
-        bodies = [whole[index] for index in sorted(whole)]
-        text, found, cuts, used = _fitted(bodies, measures)
-        return Composed(text, found, first.reads, cuts, used)
-    reading = Reading(home, options, lambda lengths: _reach(lengths, budget), first, whole)
+        return _fitted([whole[index] for index in sorted(whole)], measures, first.reads)
+    reading = Reading(home, options, lambda lengths: _reach(lengths, budget), first, whole, tally=tally)
+    holding = True  # the soul composed without the budget might hold, for all that was read tells
     while True:  # read on until what was read settles the laws
         bodies = reading.bodies
         held = _unchanged(bodies, measures)
         if held is not None:  # law 1: every file whole
-            kept = {body.index: Cut(False, body.measure, 0, body.nbytes, 0) for body in bodies}
+            text, used = held
             names = tuple(body.name for body in bodies)
-            reads = tuple(reading.reads)
-            return Composed(held, names, reads, _per_name(kept, len(reads)), budget.measure(held))
+            cuts = _kept(bodies, measures, len(reading.reads))
+            return _new(Composed, (text, names, tuple(reading.reads), cuts, used))
         if all(body.whole for body in bodies):
             break  # nothing more to read
-        wanted = _unsettled(bodies, plan(bodies, measures), measures)
+        # Once it cannot hold, reading more never lets it: that is not asked again.
+        holding = holding and _might_hold(bodies, measures)
+        planned = functools.partial(plan, bodies, measures, exact=False)
+        wanted = _unsettled(bodies, planned, measures, holding=holding)
         if not wanted or not reading.more(wanted):
             break
-    text, found, cuts, used = _fitted(reading.bodies, measures)
-    return Composed(text, found, tuple(reading.reads), cuts, used)
+    return _fitted(reading.bodies, measures, tuple(reading.reads))
 
 
-def _fitted(
-    bodies: Sequence[Body], measures: Measures
-) -> tuple[str, tuple[str, ...], tuple[Cut | None, ...], int]:
-    """The soul of the plan for ``bodies``, lowered until it fits a count that does not add up (law 6).
+def _kept(bodies: Sequence[Body], measures: Measures, count: int) -> tuple[CutRow | None, ...]:
+    """The cuts of a soul that holds every body whole: measured where they were, else when asked."""
+    cuts: list[CutRow | None] = [None] * count
+    at = 0
+    for position, body in enumerate(bodies):
+        at += len(measures.heading(body, position))
+        units = body.text_units
+        shown = () if units >= 0 else (at, at + len(body.text))
+        cuts[body.index] = (False, units, units, body.nbytes, 0, shown)
+        at += len(body.text)
+    return tuple(cuts)
 
-    For a count that adds up, the plan's soul fits as it is. Otherwise the
-    total is lowered by the excess (at most eight times) until the soul
-    fits, then raised back by bisection as far as it still fits; with
-    nothing lower fitting, each file's least, which fits by law 3.
-    """
-    budget = measures.budget
+
+def _fitted(bodies: Sequence[Body], measures: Measures, reads: Sequence[FileRead]) -> Composed:
+    """The soul of the plan for ``bodies``, searched for a total that fits when it does not (law 6)."""
+    budget, tally = measures.budget, measures.tally
     total = budget.total
 
-    def attempt(reserve: int) -> tuple[str, tuple[str, ...], dict[int, Cut], int]:
-        text, found, cuts = render(bodies, plan(bodies, measures, reserve), measures)
-        return text, found, cuts, budget.measure(text)
+    def attempt(reserve: int) -> Attempt:
+        chosen = plan(bodies, measures, reserve)
+        text, found, cuts = render(bodies, chosen, measures)
+        used = tally.measure(text) if tally.counted else len(text)
+        return Attempt(used, text, found, cuts, chosen.bound)
+
+    def spare(cut: int) -> tuple[int, int]:
+        # Files found not worth cutting (their marker measured, and no shorter than them).
+        small = sum(body.marker >= 0 and body.whole and body.measure <= body.marker for body in bodies)
+        return tally.spare(len(bodies), cut, small, measures.weighed, measures.fixed(bodies))
 
     best = attempt(0)
-    if total is not None and best[3] > total:
-        low, high = 0, 0  # a reserve known too small, and one that fits
-        for lowering in range(_LOWERINGS + 1):
-            high = total + 1 if lowering == _LOWERINGS else high + best[3] - total
-            best = attempt(high)
-            if best[3] <= total:
-                break
-            low = high
-        while high - low > 1:  # the least reserve that fits: a share as large as will do
-            middle = (low + high) // 2
-            trial = attempt(middle)
-            if trial[3] <= total:
-                high, best = middle, trial
-            else:
-                low = middle
-    text, found, cuts, used = best
-    return text, found, _per_name(cuts, len(measures.names)), used
+    # In characters the plan is exact: its soul fits, as full as the line rules let it be.
+    if total is not None and tally.counted:
+        best = fitted(best, attempt, total, spare)
+    cuts = best.cuts
+    # As plain tuples, which a soul keeps: nothing the cyclic collector walks.
+    per_name = tuple([None if (cut := cuts.get(index)) is None else (*cut,) for index in range(len(reads))])
+    return _new(Composed, (best.text, best.found, tuple(reads), per_name, best.used))
 
 
 def _reach(lengths: list[int], budget: Budget) -> int:
@@ -140,29 +147,33 @@ def _reach(lengths: list[int], budget: Budget) -> int:
     return most
 
 
-def _per_name(cuts: dict[int, Cut], count: int) -> tuple[Cut | None, ...]:
-    return tuple(cuts.get(index) for index in range(count))
-
-
 def _might_hold(bodies: Sequence[Body], measures: Measures) -> bool:
     """Could the budget hold the soul composed without it (law 1), for all that was read tells?
 
     Only with no file over the cap, and every body within ``per_file`` as
-    far as it was measured. Headings and bodies measured apart add up to
-    the soul for characters; for another count each joint may count one
-    unit twice (a line, a word), so the soul may measure that much less.
+    far as it was measured. In characters, headings and bodies add up to the
+    soul. For another count, what was read is measured as one text: the soul
+    with what was not read taken out, which measures at most one unit more
+    than the soul for each gap (a word, a line that a gap cuts in two).
     """
     budget = measures.budget
-    if budget.total is None or any(body.over_cap for body in bodies):
+    total = budget.total
+    if total is None or any(body.over_cap for body in bodies):
         return False
     if budget.per_file is not None and any(body.measure > budget.per_file for body in bodies):
         return False
-    units = sum(measures.of(measures.heading(body, p)) + body.measure for p, body in enumerate(bodies))
-    joints = 0 if budget.count is None else 2 * len(bodies) - 1
-    return units - joints <= budget.total
+    if budget.count is None:
+        return measures.headings(bodies) + sum(body.measure for body in bodies) <= total
+    pieces: list[str] = []
+    for position, body in enumerate(bodies):
+        pieces += (measures.heading(body, position), body.text, body.tail)
+    gaps = sum(not body.whole for body in bodies)
+    return measures.tally.measure("".join(pieces)) - gaps <= total
 
 
-def _unsettled(bodies: Sequence[Body], chosen: Plan, measures: Measures) -> dict[int, tuple[bool, bool]]:
+def _unsettled(
+    bodies: Sequence[Body], planned: Callable[[], Plan], measures: Measures, *, holding: bool
+) -> dict[int, tuple[bool, bool]]:
     """Which bodies read in part must be read further, at their start and at their end.
 
     A body read in part is settled when both its ends were found, it is
@@ -172,17 +183,21 @@ def _unsettled(bodies: Sequence[Body], chosen: Plan, measures: Measures) -> dict
     rightly, and in the right order), and what was read of each end holds
     more than that end may keep.
     """
-    if _might_hold(bodies, measures):  # law 1 asks for the whole soul: read every body whole
+    if holding:  # law 1 may ask for the whole soul: read every body whole
         whole = {p: (True, True) for p, body in enumerate(bodies) if not body.whole and not body.maxed}
         if whole:
             return whole
     budget = measures.budget
-    kept_whole = [
-        body.measure
-        for position, body in enumerate(bodies[: chosen.holds])
-        if position not in chosen.shares and measures.worth_cutting(body)
-    ]
-    largest_whole = max(kept_whole, default=-1)
+    chosen = planned()
+    kept_whole = sorted(
+        (body for position, body in enumerate(bodies[: chosen.holds]) if position not in chosen.shares),
+        key=lambda body: -body.measure,
+    )
+
+    def largest_whole() -> int:
+        """The largest file kept whole that could have been cut instead (its marker measured only now)."""
+        return next((body.measure for body in kept_whole if measures.worth_cutting(body)), -1)
+
     wanted: dict[int, tuple[bool, bool]] = {}
     for position, body in enumerate(bodies):
         if body.whole or body.maxed:
@@ -193,7 +208,7 @@ def _unsettled(bodies: Sequence[Body], chosen: Plan, measures: Measures) -> dict
             head = tail = True
         if position < chosen.holds:
             share = chosen.shares.get(position)
-            if share is None or (not must and body.measure <= max(share, largest_whole)):
+            if share is None or (not must and body.measure <= max(share, largest_whole())):
                 head = tail = True
             else:
                 tail_units = share // 4 if budget.keep == "head+tail" else 0

@@ -16,13 +16,14 @@ from __future__ import annotations
 from typing import Final
 
 from .. import _native
-from .._options import Budget, Options
-from .._vocabulary import Composed, Cut, FileStatus
+from .._options import Options
+from .._vocabulary import Composed, CutRow, FileStatus
 from ._reading import UNLIMITED, Body, bytes_per_unit, whole_body
+from ._tally import Tally
 
-__all__ = ["first_read", "texts", "unchanged", "whole_bodies"]
+__all__ = ["first_read", "spans", "unchanged", "whole_bodies"]
 
-_PRESENT: Final = FileStatus.PRESENT
+_PRESENT: Final = FileStatus.PRESENT.value  # as a FileRead holds it
 _new = tuple.__new__  # skips a NamedTuple's own __new__: a third of the cost
 _MOST: Final = 16 * 1024  # bytes the first read takes of a file at most
 _SLACK: Final = 16  # a BOM, and White_Space a body is trimmed of
@@ -38,66 +39,81 @@ def first_read(home: bytes, options: Options) -> Composed:
     return composed
 
 
-def texts(first: Composed, options: Options) -> dict[int, str]:
-    """The bodies of the files ``first`` read whole, by their place among the names.
+def spans(first: Composed, options: Options) -> dict[int, tuple[int, int]]:
+    """Where the body of each file ``first`` read whole stands in its soul, by its place among the names.
 
-    Cut out of the soul by their lengths, which the reader gives
-    (``FileRead.body_chars``), between the section heads of the layout.
+    Found by their lengths, which the reader gives (``FileRead.body_chars``),
+    between the section heads of the layout.
     """
-    text, layout = first.text, options.layout
-    found: dict[int, str] = {}
+    layout = options.layout
+    found: dict[int, tuple[int, int]] = {}
     at = 0
     for index, read in enumerate(first.reads):
-        if read[0] is not _PRESENT:
+        if read.status != _PRESENT:
             continue
         at += len(layout.nexts[index] if at else layout.firsts[index])
         end = at + read.body_chars
         if read.truncated:
             end += len(layout.notice)  # cut by the first read's small cap: read again
         else:
-            found[index] = text[at:end]
+            found[index] = (at, end)
         at = end
     return found
 
 
-def unchanged(first: Composed, options: Options, budget: Budget) -> tuple[Composed | None, dict[int, int]]:
-    """``first`` as the soul if it is whole and the budget holds it (law 1), and the bodies' measures.
+def unchanged(first: Composed, options: Options, tally: Tally) -> tuple[Composed | None, dict[int, int]]:
+    """``first`` as the soul if it is whole and the budget holds it (law 1), and the bodies it measured.
 
-    ``count`` is called once for the soul and once per body, no more (a
-    budget in characters takes the reader's lengths); a budget that does not
-    hold the soul keeps the measures for the bodies.
+    ``count`` is called once, for the soul (and, with ``per_file``, once per
+    body first: a body over it spares the soul its measure). What each file
+    keeps is measured only when a report asks for it; a budget in characters
+    takes the reader's lengths.
     """
-    reads = first.reads
+    budget, reads, text = tally.budget, first.reads, first.text
     for read in reads:
-        if read[4]:  # truncated: a file longer than the first read
+        if read.truncated:  # a file longer than the first read
             return None, {}
-    used = budget.measure(first.text)
+    if budget.count is None:  # the usual case, and the cheapest: the reader's lengths are the measures
+        per_file = budget.per_file
+        if (budget.total is not None and len(text) > budget.total) or (
+            per_file is not None and any(read.body_chars > per_file for read in reads)
+        ):
+            return None, {}
+        cuts = tuple(
+            [
+                (False, read.body_chars, read.body_chars, read.body_bytes, 0, ())
+                if read.status == _PRESENT
+                else None
+                for read in reads
+            ]
+        )
+        return _new(Composed, (text, first.found, reads, cuts, len(text))), {}
+    where = spans(first, options)
+    measured: dict[int, int] = {}
+    if budget.per_file is not None:
+        for index, (start, stop) in where.items():
+            measured[index] = tally.measure(text[start:stop]) if stop > start else 0
+        if max(measured.values(), default=0) > budget.per_file:
+            return None, measured
+    used = tally.measure(text)
     if budget.total is not None and used > budget.total:
-        return None, {}
-    if budget.count is None:
-        measured = {index: read.body_chars for index, read in enumerate(reads) if read[0] is _PRESENT}
-    else:
-        measured = {index: budget.measure(body) for index, body in texts(first, options).items()}
-    if budget.per_file is not None and max(measured.values(), default=0) > budget.per_file:
         return None, measured
-    cuts: list[Cut | None] = [None] * len(reads)
-    for index, units in measured.items():
-        cuts[index] = _new(Cut, (False, units, 0, reads[index].body_bytes, 0))
-    return _new(Composed, (first.text, first.found, reads, tuple(cuts), used)), measured
+    per_name: list[CutRow | None] = [None] * len(reads)
+    for index, (start, stop) in where.items():
+        units = measured.get(index, -1)
+        shown = () if units >= 0 else (start, stop)
+        per_name[index] = (False, units, units, reads[index].body_bytes, 0, shown)
+    return _new(Composed, (text, first.found, reads, tuple(per_name), used)), measured
 
 
 def whole_bodies(
-    first: Composed, options: Options, bodies: dict[int, str], measured: dict[int, int], budget: Budget
+    first: Composed, options: Options, measured: dict[int, int], tally: Tally
 ) -> dict[int, Body]:
-    """The ``Body`` of each file ``first`` read whole: measured once, here or by ``unchanged``."""
-    names, reads = options.files, first.reads
+    """The ``Body`` of each file ``first`` read whole, with its measure if ``unchanged`` took it."""
+    names, reads, text = options.files, first.reads, first.text
     return {
         index: whole_body(
-            index,
-            names[index],
-            reads[index],
-            text,
-            measured[index] if index in measured else budget.measure(text),
+            index, names[index], reads[index], text[start:stop], tally=tally, measure=measured.get(index, -1)
         )
-        for index, text in bodies.items()
+        for index, (start, stop) in spans(first, options).items()
     }

@@ -23,6 +23,7 @@ from .._format import BOM
 from .._options import Budget, Options
 from .._vocabulary import Composed, Excerpt, FileRead, FileStatus
 from ._bodies import body_bounds, boundary, char_start, trim_end, trim_start, utf8_length
+from ._tally import Tally
 
 __all__ = ["UNLIMITED", "Body", "Reading", "bytes_per_unit", "whole_body"]
 
@@ -46,7 +47,8 @@ class Body:
     format says. A body read in part is ``text``, its start as read (from
     its first character), and ``tail``, its end as read (to its last); either
     is "" while that end lies beyond what was read (``start_known``,
-    ``end_known``).
+    ``end_known``). Each is measured when first asked for: a budget that
+    holds the soul measures the soul alone.
     """
 
     index: int  # the file's place among the names
@@ -59,11 +61,37 @@ class Body:
     nbytes: int  # the body's UTF-8 bytes; bytes not read count as the file holds them
     start_known: bool
     end_known: bool
-    measure: int  # of the whole body; of one read in part, at most the body's (see _body)
-    head_measure: int  # of text
-    tail_measure: int  # of tail
+    tally: Tally
+    text_units: int = -1  # the measure of text, once taken
+    tail_units: int = -1  # the measure of tail, once taken
     maxed: bool = False  # read in part as far as the cap allows: it keeps at most what was read
     marker: int = -1  # the measure of its whole marker, once ``Measures`` has taken it
+    # With per_file: the characters of the start and end once measured within
+    # it; a smaller share (a lowered total) keeps no more of either.
+    verified: tuple[int, int] | None = None
+
+    @property
+    def head_measure(self) -> int:
+        """The measure of ``text``: of the whole body, or of its start as read."""
+        if self.text_units < 0:
+            self.text_units = self.tally.measure(self.text) if self.text else 0
+        return self.text_units
+
+    @property
+    def tail_measure(self) -> int:
+        """The measure of ``tail``: its end as read (0 for a body read whole)."""
+        if self.tail_units < 0:
+            self.tail_units = self.tally.measure(self.tail) if self.tail else 0
+        return self.tail_units
+
+    @property
+    def measure(self) -> int:
+        """Of the whole body; of one read in part, a lower bound of the body's."""
+        if self.whole:
+            return self.head_measure
+        # Two pieces of a text may measure one unit more than it (a word or a
+        # line cut by the gap counts twice): a lower bound, but for characters.
+        return max(self.head_measure + self.tail_measure - self.tally.counted, 0)
 
 
 def _decode(data: bytes, start: int, end: int) -> tuple[str, int]:
@@ -73,16 +101,16 @@ def _decode(data: bytes, start: int, end: int) -> tuple[str, int]:
     return text, utf8_length(text) if "\ufffd" in text else end - start
 
 
-def whole_body(index: int, name: str, read: FileRead, text: str, measure: int) -> Body:
-    """The ``Body`` of a file the reader composed whole: ``text``, measuring ``measure``."""
-    nbytes = read.body_bytes
+def whole_body(index: int, name: str, read: FileRead, text: str, *, tally: Tally, measure: int = -1) -> Body:
+    """The ``Body`` of a file the reader composed whole: ``text``, measuring ``measure`` (-1: not yet)."""
     return Body(
-        index=index, name=name, read=read, whole=True, over_cap=False, text=text, tail="", nbytes=nbytes,
-        start_known=True, end_known=True, measure=measure, head_measure=measure, tail_measure=0,
+        index=index, name=name, read=read, whole=True, over_cap=False, text=text, tail="",
+        nbytes=read.body_bytes, start_known=True, end_known=True, tally=tally, text_units=measure,
+        tail_units=0,
     )  # fmt: skip
 
 
-def _body(index: int, name: str, excerpt: Excerpt, cap: int, budget: Budget) -> Body:
+def _body(index: int, name: str, excerpt: Excerpt, cap: int, tally: Tally) -> Body:
     """The ``Body`` of a present file from the bytes the reader returned."""
     data, last, length = excerpt.head or b"", excerpt.tail, excerpt.length
     if last is None or len(data) + len(last) == length:  # every byte read (one over the cap, at most)
@@ -90,11 +118,9 @@ def _body(index: int, name: str, excerpt: Excerpt, cap: int, budget: Budget) -> 
             data += last
         start, end = body_bounds(data, len(data))
         text, nbytes = _decode(data, start, end)
-        measure = budget.measure(text)
         return Body(
             index=index, name=name, read=excerpt.read, whole=True, over_cap=length > cap and bool(text),
-            text=text, tail="", nbytes=nbytes, start_known=True, end_known=True, measure=measure,
-            head_measure=measure, tail_measure=0,
+            text=text, tail="", nbytes=nbytes, start_known=True, end_known=True, tally=tally, tail_units=0,
         )  # fmt: skip
     # Read in part. The start's last byte read is the first one left out,
     # so that a cut never splits a character whose bytes run past it. (Three
@@ -110,14 +136,10 @@ def _body(index: int, name: str, excerpt: Excerpt, cap: int, budget: Budget) -> 
     # them (counted from the end of the start read, and to the start of the
     # end read: more than the body's when one of its ends was not found).
     gap = length - len(last) + begin - stop
-    head_measure, tail_measure = budget.measure(text), budget.measure(tail)
-    # Two pieces of a text may measure one unit more than it (a word or a
-    # line cut by the gap counts twice): a lower bound, but for characters.
-    measure = max(head_measure + tail_measure - (budget.count is not None), 0)
     return Body(
         index=index, name=name, read=excerpt.read, whole=False, over_cap=length > cap, text=text, tail=tail,
         nbytes=text_bytes + gap + tail_bytes, start_known=start < stop, end_known=begin < end,
-        measure=measure, head_measure=head_measure, tail_measure=tail_measure,
+        tally=tally,
     )  # fmt: skip
 
 
@@ -214,13 +236,15 @@ class Reading:
         reach: Callable[[list[int]], int],
         first: Composed,
         whole: dict[int, Body],
+        *,
+        tally: Tally,
     ) -> None:
         budget = options.budget
         assert budget is not None
-        self._home, self._options, self._budget = home, options, budget
+        self._home, self._options, self._budget, self._tally = home, options, budget, tally
         self.reads = list(first.reads)
         self._lengths: list[int | None] = [
-            None if read.status is not FileStatus.PRESENT
+            None if read.status != FileStatus.PRESENT
             else max(read.size_on_disk or 0, read.bytes_read) if read.truncated else read.bytes_read
             for read in first.reads
         ]  # fmt: skip
@@ -271,7 +295,15 @@ class Reading:
         for index, excerpt in zip(indexes, self._read(indexes, self._windows), strict=True):
             self.reads[index] = excerpt.read
             if excerpt.read.status == FileStatus.PRESENT:
-                self._bodies[index] = _body(index, options.files[index], excerpt, options.cap, self._budget)
+                body = _body(index, options.files[index], excerpt, options.cap, self._tally)
+                self._tally.saw(len(excerpt.head or b"") + len(excerpt.tail or b""))
+                before = self._bodies.get(index)
+                if before is not None:  # what was read again as it was is not measured again
+                    if before.text_units >= 0 and before.text == body.text:
+                        body.text_units = before.text_units
+                    if before.tail_units >= 0 and before.tail == body.tail and not body.whole:
+                        body.tail_units = before.tail_units
+                self._bodies[index] = body
                 self._lengths[index] = excerpt.length
             else:  # gone since it was looked at
                 self._bodies.pop(index, None)

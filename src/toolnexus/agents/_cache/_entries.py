@@ -1,24 +1,34 @@
-"""What a ``SoulCache`` holds: the key of a soul, its entry (kept fresh by notification or by stat),
-a call's checked arguments, and the counters it reports.
+"""What a ``SoulCache`` holds: the key of a soul, a call's checked arguments, and the counters it reports.
+
+A cached soul is stored as itself, under its key: what keeps it fresh is
+kept beside it (``_stat.Signed``, by key; the keys an event made stale, in a
+set). Keys and signatures are plain tuples of atomic values, which CPython
+takes off the cyclic collector's lists: a cache of 100,000 homes holds about
+one object per home that a full collection walks, the soul itself.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, TypeAlias
 
 from .._options import Options
-from .._report import Soul
 from .._vocabulary import SymlinkPolicy
-from ._stat import Signed
 
-_new = tuple.__new__
-
-__all__ = ["CacheStats", "Call", "Key", "Notified", "StatChecked"]
+__all__ = ["CacheStats", "Key", "home_of", "key_of"]
 
 
 class CacheStats(NamedTuple):
-    """Counters since the cache was made (or last cleared), and what it holds now."""
+    """Counters since the cache was made (or last cleared), and what it holds now.
+
+    ``hits``: calls answered with the cached soul. ``misses``: souls composed
+    for a key the cache did not hold (a home and options never seen, or
+    evicted, or a budget whose ``count`` is another function than the cached
+    soul's). ``stale``: souls composed again for a key it held, because a file
+    that shaped the soul changed (or, validated by stat, was written too
+    recently to tell). ``size``: souls held; ``maxsize``: the most it holds;
+    ``notified`` and ``stat_checked``: homes held that notification keeps
+    fresh, and that are validated by stat on each call.
+    """
 
     hits: int
     misses: int
@@ -30,56 +40,25 @@ class CacheStats(NamedTuple):
 
 
 # A budget's shape: its total, per_file and keep, and whether it counts characters.
-Shape = tuple[int | None, int | None, str, bool] | None
+Shape: TypeAlias = tuple[int | None, int | None, str, bool] | None
+# What a soul is cached under: its home and every option that shapes it; of
+# a budget, its shape. A budget's count is a function, compared by identity:
+# one made afresh per call (a tokenizer's lambda in a session handler) is a
+# new budget each time. Keyed by its shape, such budgets share their home's
+# one entry (each recomposes, and takes the entry's place) instead of filling
+# the cache with copies of one soul; the entry answers only the budget it was
+# composed with.
+Key: TypeAlias = tuple[bytes, int, SymlinkPolicy, tuple[str, ...], Shape]
 
 
-class Key(NamedTuple):
-    """What a soul is cached under: its home and every option that shapes it; of a budget, its shape.
-
-    A budget's count is a function, compared by identity: one made afresh
-    per call (a tokenizer's lambda in a session handler) is a new budget
-    each time. Keyed by its shape, such budgets share their home's one entry
-    (each recomposes, and takes the entry's place) instead of filling the
-    cache with copies of one soul; the entry answers only the budget it was
-    composed with.
-    """
-
-    home: bytes
-    cap: int
-    symlinks: SymlinkPolicy
-    files: tuple[str, ...]
-    shape: Shape
-
-    @classmethod
-    def of(cls, home: bytes, options: Options) -> Key:
-        budget = options.budget
-        shape = None if budget is None else (budget.total, budget.per_file, budget.keep, budget.count is None)
-        # tuple.__new__ skips the NamedTuple's own __new__: a third of the cost, on every miss.
-        return _new(cls, (home, options.cap, options.symlinks, options.files, shape))
+def key_of(home: bytes, options: Options) -> Key:
+    """The key of ``home``'s soul under ``options``: (home, cap, symlinks, files, shape)."""
+    budget = options.budget
+    shape = None if budget is None else (budget.total, budget.per_file, budget.keep, budget.count is None)
+    return (home, options.cap, options.symlinks, options.files, shape)
 
 
-@dataclass(slots=True)
-class Notified:
-    """A soul kept fresh by notification."""
-
-    soul: Soul
-    # No event for its home since it was read: a hit as it stands. An entry
-    # an event made stale is kept until recomposed, so that an equal soul
-    # comes back as this object.
-    fresh: bool = True
-
-
-@dataclass(slots=True)
-class StatChecked:
-    """A soul kept fresh by ``stat``: what its names looked like before it was read."""
-
-    soul: Soul
-    signed: Signed
-
-
-class Call(NamedTuple):
-    """A call's checked arguments, remembered for the next call with the same ones."""
-
-    home: bytes
-    options: Options
-    key: Key
+def home_of(key: Key) -> bytes:
+    """The home a key is of: its first field."""
+    home, _, _, _, _ = key
+    return home

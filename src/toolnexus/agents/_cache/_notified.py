@@ -63,7 +63,8 @@ class Notifications:
                 unused = watcher.take_unused(
                     more_than=_SWEEP_AFTER
                 )  # in batches: a watch may be wanted again
-            watcher.sweep(unused)
+            if unused:
+                watcher.sweep(unused)
             watched = watcher.watch(home, names)
             with lock:
                 self._reading[home] = self._reading.get(home, 0) + 1

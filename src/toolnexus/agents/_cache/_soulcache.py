@@ -35,9 +35,9 @@ from .._format import MAX_BOOTSTRAP_FILE_BYTES
 from .._options import Budget, Options, PathArg, check_int, check_options, home_path
 from .._report import Soul
 from .._vocabulary import Composed, FileStatus, SymlinkPolicy
-from ._entries import CacheStats, Call, Key, Notified, StatChecked
+from ._entries import CacheStats, Key, home_of, key_of
 from ._notified import Notifications, Unwatchable
-from ._stat import Signed
+from ._stat import Signed, before_read, still_valid
 
 __all__ = ["CacheStats", "NotificationError", "SoulCache", "Validate"]
 
@@ -95,12 +95,18 @@ class SoulCache:
         # _lock guards every structure; the kernel's watch calls run under
         # _notifications.watch_lock (taken first when both are held).
         self._lock = threading.Lock()
-        self._entries: OrderedDict[Key, Notified | StatChecked] = OrderedDict()
-        self._homes: dict[bytes, set[Key]] = {}  # home -> its keys in _entries
+        # The souls, least recently used first. Each is kept fresh by
+        # notification unless it is signed (validated by stat); one that an
+        # event touched is stale until recomposed, so that an equal soul
+        # comes back as this object.
+        self._entries: OrderedDict[Key, Soul] = OrderedDict()
+        self._signed: dict[Key, Signed] = {}
+        self._stale: set[Key] = set()
+        self._homes: dict[bytes, Key | set[Key]] = {}  # home -> its key in _entries (a set if several)
         self._notifications = Notifications()
-        self._calls: dict[object, Call] = {}  # see compose()
+        self._calls: dict[object, Key] = {}  # see compose()
         self._closed = False
-        self._hits = self._misses = self._stale = 0
+        self._hits = self._misses = self._stale_count = 0
         _CACHES.add(self)
 
     def compose(
@@ -122,38 +128,49 @@ class SoulCache:
         # (True == 1: the types are checked, so that True still fails the check.)
         # A relative path is remembered with the working directory it was
         # made absolute in: a chdir leads it elsewhere.
-        call = (dir, max_file_bytes, symlinks, strict, files, budget)
-        known = None
+        # What is remembered is the key alone, a plain tuple: nothing the cyclic
+        # collector walks, for each of 100,000 homes.
+        # A path object is remembered as its text, which holds nothing the collector walks.
+        named = dir if type(dir) is str or type(dir) not in _FIXED_PATHS else os.fspath(dir)
+        call = (named, max_file_bytes, symlinks, strict, files, budget)
+        key = None
         try:
             if type(max_file_bytes) is int and type(strict) is bool:
-                known = self._calls.get(call)
-                if known is None and type(dir) in _FIXED_PATHS and not _absolute(dir):
-                    known = self._calls.get((call, os.getcwdb()))
+                key = self._calls.get(call)
+                if key is None and type(dir) in _FIXED_PATHS and not _absolute(named):
+                    key = self._calls.get((call, os.getcwdb()))
         except TypeError:  # unhashable (files as a list): checked on every call
-            known = None
-        if known is None:
+            key = None
+        options = None
+        if key is None:
             where = b"" if _absolute(dir) else os.getcwdb()
-            home = self._home(home_path(dir))
+            path = home_path(dir)
+            home = self._home(path)
             options = check_options(max_file_bytes, symlinks, strict, files, budget)
-            known = Call(home, options, Key.of(home, options))
-            self._remember(dir, call, known, where)
-        soul = self._find(known.key, known.options, True)
+            key = key_of(home, options)
+            self._remember(dir, call, key, where, relative=home != path)
+        soul = self._find(key, budget, True)
         if soul is None:
-            (soul,) = self._compose_missing([known.home], known.options)
+            if options is None:  # a call seen before: its options are checked (and kept by the check)
+                options = check_options(max_file_bytes, symlinks, strict, files, budget)
+            (soul,) = self._compose_missing([home_of(key)], options)
         if strict:  # naming the path as given, as compose does
             raise_if_unusable(home_path(dir), soul.files)
         return soul
 
-    def _remember(self, dir: PathArg, call: tuple[object, ...], known: Call, where: bytes) -> None:
+    def _remember(
+        self, dir: PathArg, call: tuple[object, ...], key: Key, where: bytes, *, relative: bool
+    ) -> None:
         """Map a checked call to its key, if it can be: hashable, its path a fixed value.
 
-        A relative path goes under the call and ``where``, the working
-        directory it was made absolute in (if the directory is still that).
+        A relative path (made absolute against ``where``, the working
+        directory) goes under the call and ``where`` (if the directory is
+        still that).
         """
         if type(dir) not in _FIXED_PATHS:
             return  # another path-like may say something else next time
         memo: object = call
-        if known.home != home_path(dir):  # relative: made absolute against ``where``
+        if relative:
             if os.getcwdb() != where:
                 return  # the directory changed meanwhile
             memo = (call, where)
@@ -164,7 +181,7 @@ class SoulCache:
         with self._lock:
             if len(self._calls) >= 2 * self._maxsize:
                 self._calls.clear()
-            self._calls[memo] = known
+            self._calls[memo] = key
 
     # -- the private interface of compose_many and acompose ----------------------
 
@@ -184,7 +201,7 @@ class SoulCache:
         with ``stat=False``, a home validated by stat is not looked at
         (None), for callers that must not block.
         """
-        return self._find(Key.of(home, options), options, stat)
+        return self._find(key_of(home, options), options.budget, stat)
 
     def _compose_missing(self, homes: list[bytes], options: Options) -> list[Soul]:
         """Compose homes (from ``_home``) that ``_lookup`` did not find, and cache them."""
@@ -198,7 +215,7 @@ class SoulCache:
                     notified.append(home)
                     signed.append(None)
                 else:
-                    signed.append(Signed.before_read(home, options.names, options.symlinks))
+                    signed.append(before_read(home, options.names, options.symlinks))
             # Composed outside the lock: one slow disk must not stall other homes.
             composed = compose_parts(homes, lenient)
             self._watch_linked(homes, lenient, composed, signed, notified)
@@ -245,7 +262,7 @@ class SoulCache:
                 with self._lock:  # auto: stat validation for this home
                     self._notifications.done_reading(home, keep=False, notified=self._notified)
                 notified.remove(home)
-                signed[index] = Signed.before_read(home, options.names, options.symlinks)
+                signed[index] = before_read(home, options.names, options.symlinks)
         if not again:
             return
         for index, fresh in zip(again, compose_parts([homes[i] for i in again], options), strict=True):
@@ -256,30 +273,34 @@ class SoulCache:
 
     # -- inside -------------------------------------------------------------------
 
-    def _find(self, key: Key, options: Options, stat: bool) -> Soul | None:
-        """The hit path: drain the queue, then the soul of ``key`` if still valid."""
+    def _find(self, key: Key, budget: Budget | None, stat: bool) -> Soul | None:
+        """The hit path: drain the queue, then the soul of ``key`` if still valid (and of ``budget``)."""
         with self._lock:
             if self._closed:
                 raise ValueError("compose on a closed SoulCache")
             notifications = self._notifications
             if notifications.watcher is not None and (homes := notifications.drain(self._homes)):
                 self._went_stale(homes)
-            entry = self._entries.get(key)
-            if entry is not None and entry.soul.budget != options.budget:
+            soul = self._entries.get(key)
+            if soul is None or soul.budget != budget:
                 return None  # composed with another count: this call's budget recomposes, in its place
-            if isinstance(entry, Notified) and entry.fresh:  # no event since it was read
-                self._entries.move_to_end(key)
+            # A tuple's hash is not kept: each look-up of the key hashes it again,
+            # so the tables of a notified cache, empty, are not asked.
+            signed = self._signed.get(key) if self._signed else None
+            if signed is None:  # notified
+                if self._stale and key in self._stale:
+                    return None
+                self._entries.move_to_end(key)  # no event since it was read
                 self._hits += 1
-                return entry.soul
-        if not isinstance(entry, StatChecked) or not stat:
+                return soul
+        _, _, symlinks, _, _ = key
+        if not stat or not still_valid(signed, symlinks):
             return None
-        if entry.signed.still_valid(options.symlinks):
-            with self._lock:
-                if key in self._entries:
-                    self._entries.move_to_end(key)
-                self._hits += 1
-            return entry.soul
-        return None
+        with self._lock:
+            if key in self._entries:
+                self._entries.move_to_end(key)
+            self._hits += 1
+        return soul
 
     def _notify(self, home: bytes, options: Options) -> bool:
         """Watch ``home`` and count a read of it under way, if this cache notifies it; else False."""
@@ -297,65 +318,87 @@ class SoulCache:
         """Apply the queued events. Under the lock."""
         self._went_stale(self._notifications.drain(self._homes))
 
+    def _keys(self, home: bytes) -> tuple[Key, ...] | set[Key]:
+        """The keys of ``home``'s souls. Under the lock."""
+        keys = self._homes.get(home)
+        if keys is None:
+            return ()
+        return keys if isinstance(keys, set) else (keys,)
+
     def _went_stale(self, homes: Iterable[bytes]) -> None:
-        """Events for ``homes``: none of their entries is fresh now. Under the lock."""
+        """Events for ``homes``: none of their notified souls is fresh now. Under the lock."""
         for home in homes:
-            for key in self._homes.get(home, ()):
-                entry = self._entries[key]
-                if isinstance(entry, Notified):
-                    entry.fresh = False
+            for key in self._keys(home):
+                if key not in self._signed:
+                    self._stale.add(key)
             # Its watches stay: it is likely to be composed again, and watched the same way.
 
     def _notified(self, home: bytes) -> bool:
         """Does the cache hold a soul of ``home`` kept fresh by notification? Under the lock."""
-        return any(isinstance(self._entries[key], Notified) for key in self._homes.get(home, ()))
+        return any(key not in self._signed for key in self._keys(home))
 
     def _store(self, home: bytes, options: Options, soul: Soul, signed: Signed | None) -> Soul:
         """Cache a fresh soul (the cached object if equal); under the lock."""
-        key = Key.of(home, options)
+        key = key_of(home, options)
         old = self._entries.get(key)
-        if old is None:
-            self._misses += 1
+        if old is not None and old.budget == soul.budget:
+            self._stale_count += 1  # composed again: a file changed, or could not be trusted
+            if old == soul:
+                soul = old
         else:
-            self._stale += 1
-            if old.soul == soul:
-                soul = old.soul
-        entry: Notified | StatChecked
+            self._misses += (
+                1  # never seen, evicted, or composed with another count (another key, in all but name)
+            )
         if signed is None:
             if self._notifications.done_reading(home, keep=True, notified=self._notified):
                 return soul  # changed while it was read: not cached, the next call reads again
-            entry = Notified(soul)
+            self._signed.pop(key, None)
         else:
-            entry = StatChecked(soul, signed)
-        self._entries[key] = entry
+            self._signed[key] = signed
+        self._stale.discard(key)
+        self._entries[key] = soul
         if old is not None:
             self._entries.move_to_end(key)
         keys = self._homes.get(home)
         if keys is None:
-            self._homes[home] = {key}
-        else:
+            self._homes[home] = key
+        elif isinstance(keys, set):
             keys.add(key)
+        elif keys != key:
+            self._homes[home] = {keys, key}
         while len(self._entries) > self._maxsize:
-            evicted, _ = self._entries.popitem(last=False)
-            keys = self._homes[evicted.home]
-            keys.discard(evicted)
-            if not keys:
-                del self._homes[evicted.home]
-            self._notifications.release(evicted.home, self._notified(evicted.home))
+            self._evict()
         return soul
+
+    def _evict(self) -> None:
+        """Forget the least recently used soul. Under the lock."""
+        key, _ = self._entries.popitem(last=False)
+        self._signed.pop(key, None)
+        self._stale.discard(key)
+        home = home_of(key)
+        keys = self._homes[home]
+        if isinstance(keys, set):
+            keys.discard(key)
+            if len(keys) == 1:
+                (self._homes[home],) = keys
+        else:
+            del self._homes[home]
+        self._notifications.release(home, self._notified(home))
 
     def _after_fork(self) -> None:
         # A forked child shares the parent's queue: reading it would take the
         # parent's events. It gets its own at its first miss, and keeps none
         # of the parent's entries (nothing of its own watches them).
         self._lock = threading.Lock()
-        self._entries.clear()
-        self._homes.clear()
+        self._forget_entries()
         self._notifications.after_fork()
 
+    def _forget_entries(self) -> None:
+        for table in (self._entries, self._signed, self._stale, self._homes):
+            table.clear()
+
     def _forget_all(self) -> None:
-        self._entries.clear()
-        self._homes.clear()
+        self._forget_entries()
         self._notifications.dropped_all()
 
     # -- the public rest --------------------------------------------------------
@@ -364,9 +407,12 @@ class SoulCache:
         """Forget every cached soul of ``dir`` (any options); returns how many."""
         home = self._home(home_path(dir))
         with self._lock:
-            keys = self._homes.pop(home, set())
+            keys = self._keys(home)
+            self._homes.pop(home, None)
             for key in keys:
                 del self._entries[key]
+                self._signed.pop(key, None)
+                self._stale.discard(key)
             self._notifications.release(home, notified=False)
             self._notifications.dropped(home)
         return len(keys)
@@ -375,7 +421,7 @@ class SoulCache:
         """Forget everything, reset the counters, and release the inotify descriptor."""
         with self._notifications.watch_lock, self._lock:
             self._forget_all()
-            self._hits = self._misses = self._stale = 0
+            self._hits = self._misses = self._stale_count = 0
             self._notifications.close()
 
     def close(self) -> None:
@@ -392,10 +438,10 @@ class SoulCache:
 
     @property
     def stats(self) -> CacheStats:
-        """Hits, misses (never seen), stale (changed, or racy), size, maxsize, homes by validation."""
+        """The counters (``CacheStats`` says what each counts), what is held, and how it is kept fresh."""
         with self._lock:
-            notified = len({key.home for key, entry in self._entries.items() if isinstance(entry, Notified)})
-            counts = (self._hits, self._misses, self._stale, len(self._entries), self._maxsize)
+            notified = len({home_of(key) for key in self._entries if key not in self._signed})
+            counts = (self._hits, self._misses, self._stale_count, len(self._entries), self._maxsize)
             return CacheStats(*counts, notified, len(self._homes) - notified)
 
     def fileno(self) -> int:
@@ -441,7 +487,7 @@ def _linked(composed: Composed, options: Options) -> list[bytes]:
     return [
         name
         for name, read in zip(options.names, composed.reads, strict=True)
-        if read.linked and read.status is not FileStatus.REFUSED
+        if read.linked and read.status != FileStatus.REFUSED
     ]
 
 

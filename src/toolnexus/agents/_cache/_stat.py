@@ -14,11 +14,11 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
-from typing import Final, NamedTuple
+from typing import Final, TypeAlias
 
 from .._vocabulary import SymlinkPolicy
 
-__all__ = ["RACY_WINDOW_NS", "Signed", "signature"]
+__all__ = ["RACY_WINDOW_NS", "Signed", "before_read", "signature", "still_valid"]
 
 # Two seconds covers the coarsest common timestamps (FAT keeps 2 s, HFS+ and
 # ext3 1 s) and the kernel's coarse clock on the rest.
@@ -27,56 +27,51 @@ RACY_WINDOW_NS: Final = 2_000_000_000
 
 # The wall clock that file timestamps are compared with (tests move it).
 _clock = time.time_ns
+_NEVER: Final = 2**63  # a time no file was modified at
 
 
-class FileStat(NamedTuple):
-    """What ``stat`` said of one name."""
-
-    dev: int
-    ino: int
-    size: int
-    mtime_ns: int
-    ctime_ns: int
-    mode: int
-
-
-Stat = FileStat | int  # or the errno that stood in for it
+# What stat said of one name: (st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns,
+# st_mode), or the errno that stood in for it. A plain tuple of ints: kept for
+# every name of every home a cache validates by stat, it is nothing the cyclic
+# collector walks.
+Stat: TypeAlias = tuple[int, int, int, int, int, int] | int
+# A home's names as they were before its soul was read: their paths, what
+# stat said of each, and whether that can be trusted (racy: something was
+# modified so recently that its timestamps cannot tell).
+Signed: TypeAlias = tuple[tuple[bytes, ...], tuple[Stat, ...], bool]
 
 
-def _stat(path: bytes, follow: bool) -> Stat:
+def _stat(path: bytes, follow: bool, since: int) -> tuple[Stat, bool]:
+    """What stat says of ``path``, and whether it was modified at ``since`` or later."""
     try:
         st = os.stat(path, follow_symlinks=follow)
     except OSError as exc:
-        return exc.errno or -1
-    return FileStat(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
+        return exc.errno or -1, False
+    changed = max(st.st_mtime_ns, st.st_ctime_ns)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode), changed >= since
 
 
-def signature(paths: Sequence[bytes], symlinks: SymlinkPolicy) -> tuple[Stat, ...]:
-    """What the names look like now, seen as ``compose`` would see them."""
+def signature(
+    paths: Sequence[bytes], symlinks: SymlinkPolicy, since: int = _NEVER
+) -> tuple[tuple[Stat, ...], bool]:
+    """What the names look like now, seen as ``compose`` would see them; and if any changed at ``since``."""
     if symlinks == "follow":  # the file at the end of any links
-        return tuple([_stat(path, True) for path in paths])
-    if symlinks == "refuse":  # the name itself; a link is refused whatever it points to
-        return tuple([_stat(path, False) for path in paths])
-    # within: the link and its target, so swapping either is a change
-    return tuple([st for path in paths for st in (_stat(path, False), _stat(path, True))])
+        seen = [_stat(path, True, since) for path in paths]
+    elif symlinks == "refuse":  # the name itself; a link is refused whatever it points to
+        seen = [_stat(path, False, since) for path in paths]
+    else:  # within: the link and its target, so swapping either is a change
+        seen = [each for path in paths for each in (_stat(path, False, since), _stat(path, True, since))]
+    return tuple([stat for stat, _ in seen]), any(recent for _, recent in seen)
 
 
-class Signed(NamedTuple):
-    """A home's names as they were before its soul was read, and whether that can be trusted."""
+def before_read(home: bytes, names: Sequence[bytes], symlinks: SymlinkPolicy) -> Signed:
+    """Stat ``names`` in ``home`` now, before the soul is read."""
+    paths = tuple(os.path.join(home, name) for name in names)
+    stats, racy = signature(paths, symlinks, _clock() - RACY_WINDOW_NS)
+    return paths, stats, racy
 
-    paths: tuple[bytes, ...]
-    stats: tuple[Stat, ...]
-    racy: bool  # something was modified so recently that its timestamps cannot tell
 
-    @classmethod
-    def before_read(cls, home: bytes, names: Sequence[bytes], symlinks: SymlinkPolicy) -> Signed:
-        """Stat ``names`` in ``home`` now, before the soul is read."""
-        since = _clock() - RACY_WINDOW_NS
-        paths = tuple(os.path.join(home, name) for name in names)
-        stats = signature(paths, symlinks)
-        racy = any(isinstance(st, FileStat) and max(st.mtime_ns, st.ctime_ns) >= since for st in stats)
-        return cls(paths, stats, racy)
-
-    def still_valid(self, symlinks: SymlinkPolicy) -> bool:
-        """Do the names look as they did (and could that be told)?"""
-        return not self.racy and signature(self.paths, symlinks) == self.stats
+def still_valid(signed: Signed, symlinks: SymlinkPolicy) -> bool:
+    """Do the names look as they did before the soul was read (and could that be told)?"""
+    paths, stats, racy = signed
+    return not racy and signature(paths, symlinks)[0] == stats

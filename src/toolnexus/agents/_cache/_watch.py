@@ -49,6 +49,39 @@ class _Dir:
         self.homes: set[bytes] = set()
 
 
+Way = tuple[Registration, ...]
+Filed = tuple[bytes, bytes, Way, Way, tuple[int, tuple[bytes, ...]] | None, bool, bytes | None]  # a Watched
+# What a watched entry stands for: a home, or a directory's homes; a set when several.
+Standing = bytes | _Dir | set[bytes | _Dir]
+
+
+def _stand(names: dict[bytes, Standing], name: bytes, key: bytes | _Dir) -> None:
+    """File ``key`` under ``name``: itself while it is the only one (no set to keep for one home)."""
+    had = names.get(name)
+    if had is None:
+        names[name] = key
+    elif isinstance(had, set):
+        had.add(key)
+    elif had is not key and had != key:
+        names[name] = {had, key}
+
+
+def _unstand(names: dict[bytes, Standing], name: bytes, key: bytes | _Dir) -> None:
+    had = names.get(name)
+    if isinstance(had, set):
+        had.discard(key)
+        if len(had) == 1:
+            (names[name],) = had
+        elif not had:
+            del names[name]
+    elif had is not None and (had is key or had == key):
+        del names[name]
+
+
+def _each(standing: Standing) -> Iterable[bytes | _Dir]:
+    return standing if isinstance(standing, set) else (standing,)
+
+
 class Watcher:
     """One inotify queue, and which homes each of its watches stands for.
 
@@ -71,12 +104,18 @@ class Watcher:
         self._watching_now = False
         self._seen: set[Registration] = set()  # events while a watch is under way
         self._overflowed = False
-        # Cache side: what each watch stands for.
-        self._keys: dict[int, dict[bytes, set[bytes | _Dir]]] = {}  # wd -> entry -> homes, directories
-        self._folders: dict[int, dict[bytes, frozenset[bytes]]] = {}  # wd -> home -> names it watches for
-        self._dirs: dict[bytes, _Dir] = {}
+        # Cache side: what each watch stands for. What is kept for each home is
+        # plain tuples and bytes, which the cyclic collector does not walk: a
+        # home filed is nothing a full collection visits.
+        self._keys: dict[int, dict[bytes, Standing]] = {}  # wd -> entry -> homes, directories
+        self._folders: dict[int, dict[bytes, tuple[bytes, ...]]] = {}  # wd -> home -> names it watches for
+        self._dirs: dict[bytes, _Dir] = {}  # directory path -> the current way to it, and its homes
+        self._held: dict[tuple[bytes, Way], _Dir] = {}  # every directory filed, by path and way
         self._empty: set[_Dir] = set()  # directories whose homes have all left
-        self._homes: dict[bytes, list[tuple[Watched, _Dir]]] = {}
+        # home -> the Watched filed for it, as a plain tuple; and any filed besides
+        # (a linked file's watches, a way that changed): one tuple a home.
+        self._homes: dict[bytes, Filed] = {}
+        self._more: dict[bytes, tuple[Filed, ...]] = {}
         self._unused: set[int] = set()  # wds that may stand for nothing now: removed at a sweep
         self._dead: set[int] = set()  # wds the kernel dropped (IN_IGNORED)
 
@@ -159,22 +198,23 @@ class Watcher:
             if directory is not None and not directory.homes:
                 self._drop_dir(directory)
             directory = self._dirs[watched.parent] = _Dir(watched.parent, watched.way)
+            self._held[(watched.parent, watched.way)] = directory
             for wd, name in watched.way:
-                self._keys.setdefault(wd, {}).setdefault(name, set()).add(directory)
+                _stand(self._keys.setdefault(wd, {}), name, directory)
         if not directory.homes:
             self._empty.discard(directory)
         directory.homes.add(home)
-        mine = self._homes.get(home)
-        if mine is None:
-            self._homes[home] = [(watched, directory)]
+        filed: Filed = (*watched,)
+        first = self._homes.get(home)
+        if first is None:
+            self._homes[home] = filed
         else:
-            for index, (each, _) in enumerate(mine):
-                if each == watched:  # watched as before: filed already
-                    mine[index] = (watched, directory)
-                    return
-            mine.append((watched, directory))
+            more = self._more.get(home, ())
+            if filed == first or filed in more:  # watched as before: filed already
+                return
+            self._more[home] = (*more, filed)
         for wd, name in watched.entries:
-            self._keys.setdefault(wd, {}).setdefault(name, set()).add(home)
+            _stand(self._keys.setdefault(wd, {}), name, home)
         if watched.folder is not None:
             wd, names = watched.folder
             folders = self._folders.get(wd)
@@ -182,21 +222,26 @@ class Watcher:
                 self._folders[wd] = {home: names}
             else:
                 had = folders.get(home)
-                folders[home] = names if had is None or had is names else had | names
+                folders[home] = names if had is None or had == names else (*had, *set(names) - set(had))
 
     def forget(self, home: bytes) -> None:
         """Stop standing for ``home``; watches left standing for nothing go at the next sweep."""
-        for watched, directory in self._homes.pop(home, ()):
-            for wd, name in watched.entries:
+        first = self._homes.pop(home, None)
+        for filed in () if first is None else (first, *self._more.pop(home, ())):
+            _, parent, way, entries, folder, _, _ = filed
+            for wd, name in entries:
                 self._unfile(wd, name, home)
-            if watched.folder is not None:
-                wd = watched.folder[0]
+            if folder is not None:
+                wd = folder[0]
                 folders = self._folders.get(wd)
                 if folders is not None:
                     folders.pop(home, None)
                     if not folders:
                         del self._folders[wd]
                         self._unused.add(wd)
+            directory = self._held.get((parent, way))
+            if directory is None:
+                continue
             directory.homes.discard(home)
             if not directory.homes:
                 if self._dirs.get(directory.path) is directory:
@@ -212,19 +257,20 @@ class Watcher:
         names = self._keys.get(wd)
         if names is None:
             return
-        keys = names.get(name)
-        if keys is not None:
-            keys.discard(key)
-            if not keys:
-                del names[name]
+        _unstand(names, name, key)
         if not names:
             del self._keys[wd]
             self._unused.add(wd)
 
     def _drop_dir(self, directory: _Dir) -> None:
+        """Stop standing for the way to ``directory``; it is still found by its homes until they leave."""
         if self._dirs.get(directory.path) is directory:
             del self._dirs[directory.path]
         self._empty.discard(directory)
+        if not directory.homes:
+            key = (directory.path, directory.way)
+            if self._held.get(key) is directory:
+                del self._held[key]
         for wd, name in directory.way:
             self._unfile(wd, name, directory)
 
@@ -255,12 +301,12 @@ class Watcher:
             if mask & IN_IGNORED:  # the kernel dropped the watch: its inode is gone
                 self._dead.add(wd)
                 for keys in self._keys.pop(wd, {}).values():
-                    homes |= self._homes_of(keys)
+                    homes |= self._homes_of(_each(keys))
                 homes |= self._folders.pop(wd, {}).keys()
                 continue
             standing = self._keys.get(wd, {}).get(name)
-            if standing:
-                homes |= self._homes_of(standing)
+            if standing is not None:
+                homes |= self._homes_of(_each(standing))
             folders = self._folders.get(wd)
             if folders:
                 homes.update(home for home, names in folders.items() if not name or name in names)
@@ -288,7 +334,7 @@ class Watcher:
         self._forget_everything()
 
     def _forget_everything(self) -> None:
-        for table in (self._keys, self._folders, self._dirs, self._homes):
+        for table in (self._keys, self._folders, self._dirs, self._held, self._homes, self._more):
             table.clear()
         self._ways.clear()
         for each in (self._unused, self._dead, self._seen, self._empty):

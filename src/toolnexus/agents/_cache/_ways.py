@@ -125,7 +125,7 @@ class Watched(NamedTuple):
     parent: bytes  # the directory the home's path names it in
     way: tuple[Registration, ...]  # the entries leading to ``parent``: shared by the homes in it
     entries: tuple[Registration, ...]  # the home's own: its name in its parent, its links' ways, files
-    folder: tuple[int, frozenset[bytes]] | None  # the home's directory watch, for itself and these names
+    folder: tuple[int, tuple[bytes, ...]] | None  # the home's directory watch, for itself and these names
     raced: bool  # a path changed while it was being watched
     real: bytes | None  # where the home really is (no symlink on the way); None if it is not there
 
@@ -169,7 +169,6 @@ class Ways:
         self._known_wds: set[int] = set()  # the values of _known: a sweep asks of a few, not of all
         self._ways: dict[bytes, tuple[tuple[Registration, ...], bytes | None]] = {}  # parent -> way, real
         self.made: set[int] = set()  # every watch the last call asked the kernel for
-        self._names: dict[tuple[bytes, ...], frozenset[bytes]] = {}
 
     def watch(self, home: bytes, names: Sequence[bytes]) -> Watched:
         """Watch the home (its directory, the way to it); raise ``Unwatchable`` or OSError if it cannot be.
@@ -182,7 +181,7 @@ class Ways:
         parent, base = home.rsplit(b"/", 1)
         parent = parent or b"/"
         entries: list[Registration] = []
-        folder: tuple[int, frozenset[bytes]] | None = None
+        folder: tuple[int, tuple[bytes, ...]] | None = None
         way: tuple[Registration, ...] = ()
         real_home = None
         try:
@@ -192,11 +191,8 @@ class Ways:
                 found = self._home_dir(real + b"/" + base if real != b"/" else b"/" + base, entries)
                 if found is not None:
                     real_home, wd = found
-                    key = tuple(names)
-                    wanted = self._names.get(key)
-                    if wanted is None:
-                        wanted = self._names[key] = frozenset(key)
-                    folder = (wd, wanted)
+                    # A tuple, not a set: a plain tuple of bytes is nothing the collector walks.
+                    folder = (wd, tuple(names))
                 self._check_filesystem(real_home or real)
             else:
                 self._check_filesystem(parent)

@@ -69,6 +69,7 @@ cdef extern from "include/capread_utf8.h" nogil:
 cdef extern from "Python.h":
     Py_UCS4 PyUnicode_MAX_CHAR_VALUE(object o)
     object PyType_GenericAlloc(PyTypeObject *type, Py_ssize_t nitems)
+    void PyObject_GC_UnTrack(void *op)
 
 
 tnx_utf8_init()
@@ -712,7 +713,13 @@ cdef inline void _put(object read, Py_ssize_t index, object value):
 
 cdef object _file_read(int status, int err, int kind, size_t nread, bint truncated, bint stable,
                        long long size_on_disk, bint linked, size_t body_chars=0, size_t body_bytes=0):
-    """A ``FileRead``, built in place: one allocation, no temporary tuple."""
+    """A ``FileRead``, built in place: one allocation, no temporary tuple.
+
+    Off the cyclic collector's lists once filled: it holds atomic values only
+    (ints, bools, None, a status's text), as CPython finds of a plain tuple of
+    them and untracks it itself, but never of a tuple's subclass. A soul kept
+    in a cache then costs a full collection nothing.
+    """
     cdef object read = PyType_GenericAlloc(_FILE_READ, FILE_READ_FIELDS)
     cdef object count = nread
     _put(read, 0, _STATUSES[status])
@@ -728,6 +735,7 @@ cdef object _file_read(int status, int err, int kind, size_t nread, bint truncat
     cdef object chars = body_chars
     _put(read, 8, chars)
     _put(read, 9, chars if body_bytes == body_chars else body_bytes)
+    PyObject_GC_UnTrack(<void *>read)
     return read
 
 
@@ -763,6 +771,7 @@ cdef object _composed(object soul, Outcome *outs, Py_ssize_t nnames, _Heads head
     cdef object composed = PyType_GenericAlloc(_COMPOSED, COMPOSED_FIELDS)
     _put(composed, 0, soul)
     _put(composed, 1, found)
+    PyObject_GC_UnTrack(<void *>reads)  # FileReads only, themselves untracked: nothing to walk
     _put(composed, 2, reads)
     _put(composed, 3, None)
     _put(composed, 4, None)
@@ -776,15 +785,16 @@ cdef enum:
     COMPOSED_FIELDS = 5
 cdef PyTypeObject *_FILE_READ = <PyTypeObject *>FileRead
 cdef PyTypeObject *_COMPOSED = <PyTypeObject *>Composed
-cdef tuple _STATUSES = tuple(FileStatus)
+cdef tuple _STATUSES = tuple(member.value for member in FileStatus)  # a FileRead holds the text
 if (len(FileRead._fields) != FILE_READ_FIELDS or len(Composed._fields) != COMPOSED_FIELDS
-        or [_STATUSES[code].name for code in (PRESENT, MISSING, NOT_REGULAR, UNREADABLE, REFUSED)]
+        or [FileStatus(_STATUSES[code]).name for code in (PRESENT, MISSING, NOT_REGULAR, UNREADABLE, REFUSED)]
         != ["PRESENT", "MISSING", "NOT_REGULAR", "UNREADABLE", "REFUSED"]
         or [POLICIES[code] for code in (FOLLOW, WITHIN, REFUSE, WITHIN_PORTABLE)]
         != ["follow", "within", "refuse", "within-portable"]):
     raise ImportError("_capread's result arities, status or policy codes differ from _vocabulary's")
 # The most common result of all, shared instead of built per call.
-_MISSING_ENOENT = FileRead(FileStatus.MISSING, ENOENT, 0, 0, False, True, None, False, 0, 0)
+_MISSING_ENOENT = FileRead(FileStatus.MISSING.value, ENOENT, 0, 0, False, True, None, False, 0, 0)
+PyObject_GC_UnTrack(<void *>_MISSING_ENOENT)
 
 
 cdef int _policy(object symlinks) except -1:

@@ -137,7 +137,7 @@ def _read_entry(
     kind = before.st_mode & _S_IFMT
     linked = linked or before.st_nlink > 1
     if kind != _S_IFREG:
-        return FileRead(FileStatus.NOT_REGULAR, 0, kind, 0, False, True, None, linked), None, b"", 0
+        return FileRead(_NOT_REGULAR, 0, kind, 0, False, True, None, linked), None, b"", 0
     first, one_read = _read_capped(fd, want, before.st_size)
     got = len(first)
     if got < want and _trusted(got, before, one_read):  # the usual case: all of it, in one small read
@@ -181,12 +181,13 @@ def _read_entry(
 
 _S_IFMT = 0o170000
 _S_IFREG = stat.S_IFREG
-# An enum member costs a lookup of some 60 ns (CPython 3.11): the one used
-# for every file is looked up once, here.
-_PRESENT = FileStatus.PRESENT
+# A FileRead holds a status as its text (atomic: the collector need not walk
+# it); looked up once, here (an enum member costs some 60 ns, CPython 3.11).
+_PRESENT = FileStatus.PRESENT.value
+_NOT_REGULAR = FileStatus.NOT_REGULAR.value
 _new = tuple.__new__  # a FileRead from its fields, without NamedTuple's own __new__ and _replace
 # The most common result of all, shared instead of built per name.
-_MISSING_ENOENT = FileRead(FileStatus.MISSING, errno.ENOENT, 0, 0, False, True, None, False, 0, 0)
+_MISSING_ENOENT = FileRead(FileStatus.MISSING.value, errno.ENOENT, 0, 0, False, True, None, False, 0, 0)
 
 
 def _open_home(home: bytes) -> int | FileRead:
@@ -200,7 +201,7 @@ def _open_home(home: bytes) -> int | FileRead:
         if err in PROCESS_ERRORS:
             raise process_error(err, home) from None
         status = FileStatus.MISSING if err in ABSENT else FileStatus.UNREADABLE
-        return FileRead(status, err, 0, 0, False, True, None)
+        return FileRead(status.value, err, 0, 0, False, True, None)
 
 
 def _read_name(  # noqa: PLR0917 - the reading's every parameter, as the compiled twin's is
@@ -231,8 +232,8 @@ def _not_opened(exc: OSError, dirfd: int, home: bytes, name: bytes, symlinks: st
         raise process_error(err, os.path.join(home, name)) from None
     status = classify_open_error(err, symlinks)
     # A socket cannot be opened: say what it is.
-    kind = _kind_at(dirfd, home, name, symlinks) if status == FileStatus.NOT_REGULAR else 0
-    return FileRead(status, err, kind, 0, False, True, None, linked)
+    kind = _kind_at(dirfd, home, name, symlinks) if status is FileStatus.NOT_REGULAR else 0
+    return FileRead(status.value, err, kind, 0, False, True, None, linked)
 
 
 def _kind_at(dirfd: int, home: bytes, name: bytes, symlinks: str) -> int:
@@ -252,7 +253,7 @@ def _not_read(exc: OSError, home: bytes, name: bytes, linked: bool) -> FileRead:
     err = exc.errno or errno.EIO
     if err in PROCESS_ERRORS:
         raise process_error(err, os.path.join(home, name)) from None
-    return FileRead(FileStatus.UNREADABLE, err, stat.S_IFREG, 0, False, True, None, linked)
+    return FileRead(FileStatus.UNREADABLE.value, err, stat.S_IFREG, 0, False, True, None, linked)
 
 
 def _compose_home(home: bytes, names: Sequence[bytes], cap: int, symlinks: str, layout: Layout) -> Composed:
