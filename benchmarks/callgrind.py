@@ -8,6 +8,13 @@ for the same build, inputs and environment, whatever else the machine does.
 
     python benchmarks/callgrind.py            # needs valgrind on PATH
     python benchmarks/callgrind.py --reader compiled
+    python benchmarks/callgrind.py --call compose --call compose-options
+
+``--call`` chooses what each home is composed with (``compose_soul(d)`` by
+default): ``compose(d)``; ``compose(d).files``, with its reports made;
+``compose`` given its options (their default values), which is the path of
+a host that passes any; or a warm hit of a notified ``SoulCache``, without
+options and with them.
 """
 
 from __future__ import annotations
@@ -28,18 +35,31 @@ sys.path.insert(0, {here!r})
 sys.path.insert(0, {tests!r})
 from pathlib import Path
 from scenarios import make_typical
-from toolnexus.agents import compose_soul
+from toolnexus.agents import SoulCache, compose, compose_soul
 from twins import use
 dirs = make_typical(Path({root!r}), 200)
 use({reader!r})
+cache = SoulCache(validate="notify")
+{setup}
 if {compose}:
     for _ in range(5):
         for d in dirs:
-            compose_soul(d)
+            {call}
 """
+# What each home is composed with, by --call; and what is done first, in both runs.
+_OPTIONS = "max_file_bytes=2 * 1024 * 1024, symlinks='follow', strict=False"
+CALLS = {
+    "compose_soul": ("pass", "compose_soul(d)"),
+    "compose": ("pass", "compose(d)"),
+    "compose-files": ("pass", "compose(d).files"),
+    "compose-options": ("pass", f"compose(d, {_OPTIONS})"),
+    # Warm hits of a notified cache (its own instructions: the kernel's are not counted).
+    "cache-hit": ("for d in dirs: cache.compose(d)", "cache.compose(d)"),
+    "cache-hit-options": (f"for d in dirs: cache.compose(d, {_OPTIONS})", f"cache.compose(d, {_OPTIONS})"),
+}
 
 
-def instructions(reader: str, compose: bool) -> int:
+def instructions(reader: str, compose: bool, call: str = "compose_soul") -> int:
     with tempfile.TemporaryDirectory(prefix="tns-cg-") as tmp:
         script = WORKLOAD.format(
             here=str(HERE),
@@ -47,6 +67,8 @@ def instructions(reader: str, compose: bool) -> int:
             root=str(Path(tmp, "data")),
             reader=reader,
             compose=compose,
+            setup=CALLS[call][0],
+            call=CALLS[call][1],
         )
         done = subprocess.run(
             [
@@ -77,13 +99,17 @@ def main() -> None:
         choices=("compiled", "pure"),
         help="only this reader (may be given twice)",
     )
+    parser.add_argument(
+        "--call", action="append", choices=tuple(CALLS), help="what to compose with (may be given again)"
+    )
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not on PATH")
-    print(f"{'reader':<9} {'instructions per soul':>22}")
+    print(f"{'reader':<9} {'call':<16} {'instructions per soul':>22}")
     for reader in args.reader or ("compiled", "pure"):
-        total = instructions(reader, True) - instructions(reader, False)
-        print(f"{reader:<9} {total / 1000:>22,.0f}")
+        for call in args.call or ("compose_soul",):
+            total = instructions(reader, True, call) - instructions(reader, False, call)
+            print(f"{reader:<9} {call:<16} {total / 1000:>22,.0f}")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from functools import lru_cache
 from typing import Final, NamedTuple
 
 from ._options import Budget
-from ._vocabulary import Cut, FileRead, FileStatus
+from ._vocabulary import POLICIES, Cut, FileRead, FileStatus
 
 __all__ = ["NEAR_LIMIT", "FileReport", "Soul", "file_reports"]
 
@@ -307,17 +307,10 @@ _KIND_NAMES: Final = {
 }
 
 
-_WITHIN_REFUSES: Final = (
-    "is a symlink that symlinks='within' refuses: an absolute one, or one that leads out of the directory"
-)
-
-
 def _describe(status: FileStatus, read: FileRead, symlinks: str) -> str:
     """The error text of a file that is not present."""
     if status is FileStatus.REFUSED:
-        if symlinks == "refuse":
-            return "is a symlink (symlinks='refuse')"
-        return _WITHIN_REFUSES
+        return POLICIES[symlinks].refusal
     if status is FileStatus.NOT_REGULAR and read.kind:
         return _KIND_NAMES.get(read.kind, f"is not a regular file (mode {read.kind:#o})")
     return os.strerror(read.errno) if read.errno else status.value

@@ -4,9 +4,11 @@ Both reader twins (the compiled ``_native._capread`` and the pure
 ``_native._capread_py``) take and return these types; the rest of the
 package reads their fields by name. ``FileStatus`` is the one status of a
 name, from the reader's result to the public report; ``SymlinkPolicy`` the
-one spelling of the symlink policy, from the public argument to the reader.
-``Layout`` is what the Python layer hands a reader to say how a soul looks
-(``_format.layout`` makes it); ``Composed`` is one home's result.
+public spelling of the symlink policy, and ``Policy`` (one per word, in
+``POLICIES``) all that the package does by it: the readers' code, the
+cache's stat recipe, a report's words. ``Layout`` is what the Python layer
+hands a reader to say how a soul looks (``_format.layout`` makes it);
+``Composed`` is one home's result.
 """
 
 from __future__ import annotations
@@ -15,13 +17,18 @@ import enum
 from typing import Final, Literal, NamedTuple, TypeAlias
 
 __all__ = [
+    "FOLLOW",
     "POLICIES",
+    "REFUSE",
+    "WITHIN",
+    "WITHIN_PORTABLE",
     "Composed",
     "Cut",
     "Excerpt",
     "FileRead",
     "FileStatus",
     "Layout",
+    "Policy",
     "SymlinkPolicy",
 ]
 
@@ -49,10 +56,34 @@ class FileStatus(str, enum.Enum):
 
 
 SymlinkPolicy: TypeAlias = Literal["follow", "within", "refuse"]
-# What the readers take: the public policies, and "within-portable", which is
-# "within" by its portable check alone (the fallback where openat2 is missing),
-# so that the tests can run that check where openat2 exists.
-POLICIES: Final = ("follow", "within", "refuse", "within-portable")
+
+
+class Policy(NamedTuple):
+    """A symlink policy (docs/format.md, section 8), and what each part of the package does by it."""
+
+    word: str  # as the ``symlinks`` argument, a ``Soul`` and the readers spell it
+    code: int  # the readers' number for it: its place in ``POLICIES``
+    # The cache's stat recipe: how each name is stat'ed to see a change, in
+    # this order, following symlinks (True) or not (the link itself).
+    stats: tuple[bool, ...]
+    refusal: str  # why a report says a file was refused (status ``refused symlink``)
+    public: bool  # a value of the public ``symlinks`` argument
+
+
+_WITHIN_REFUSES: Final = (
+    "is a symlink that symlinks='within' refuses: an absolute one, or one that leads out of the directory"
+)
+# The file at the end of any links: a change to the link or its target shows.
+FOLLOW: Final = Policy("follow", 0, (True,), "is a symlink", True)
+# The link and its target, so that swapping either is a change.
+WITHIN: Final = Policy("within", 1, (False, True), _WITHIN_REFUSES, True)
+# The name itself: a link is refused whatever it points to.
+REFUSE: Final = Policy("refuse", 2, (False,), "is a symlink (symlinks='refuse')", True)
+# "within" by its portable check alone (the fallback where openat2 is
+# missing), so that the tests can run that check where openat2 exists.
+WITHIN_PORTABLE: Final = Policy("within-portable", 3, WITHIN.stats, _WITHIN_REFUSES, False)
+# Every policy by its word, in the order of their codes: what the readers take.
+POLICIES: Final = {policy.word: policy for policy in (FOLLOW, WITHIN, REFUSE, WITHIN_PORTABLE)}
 
 
 class FileRead(NamedTuple):

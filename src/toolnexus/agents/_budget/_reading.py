@@ -280,4 +280,4 @@ class Reading:
         options = self._options
         names = [options.names[i] for i in indexes]
         asked = [_reader_window(windows[i], options.cap) for i in indexes]
-        return _native.reader.read_excerpts(self._home, names, options.cap, options.symlinks, asked)
+        return _native.reader.read_excerpts(self._home, names, options.cap, options.policy.word, asked)

@@ -9,7 +9,6 @@ from typing import NamedTuple
 
 from .._options import Options
 from .._report import Soul
-from .._vocabulary import SymlinkPolicy
 from ._stat import Signed
 
 _new = tuple.__new__
@@ -46,7 +45,7 @@ class Key(NamedTuple):
 
     home: bytes
     cap: int
-    symlinks: SymlinkPolicy
+    symlinks: str  # the policy's word
     files: tuple[str, ...]
     shape: Shape
 
@@ -55,7 +54,7 @@ class Key(NamedTuple):
         budget = options.budget
         shape = None if budget is None else (budget.total, budget.per_file, budget.keep, budget.count is None)
         # tuple.__new__ skips the NamedTuple's own __new__: a third of the cost, on every miss.
-        return _new(cls, (home, options.cap, options.symlinks, options.files, shape))
+        return _new(cls, (home, options.cap, options.policy.word, options.files, shape))
 
 
 @dataclass(slots=True)
@@ -80,6 +79,7 @@ class StatChecked:
 class Call(NamedTuple):
     """A call's checked arguments, remembered for the next call with the same ones."""
 
-    home: bytes
+    home: bytes  # as the cache keys it (``SoulCache._home``)
+    path: bytes  # as the call gave it: what strict mode's errors name
     options: Options
     key: Key

@@ -26,18 +26,20 @@ import sys
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
-from typing import Final, Literal
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Final, Literal
 
 from .. import _native
-from .._compose import compose_parts, raise_if_unusable, soul_of
-from .._format import MAX_BOOTSTRAP_FILE_BYTES
-from .._options import Budget, Options, PathArg, check_int, check_options, home_path
+from .._compose import compose_parts, delivered, soul_of
+from .._options import ComposeOptions, Options, PathArg, check_int, check_options, home_path, takes_options
 from .._report import Soul
-from .._vocabulary import Composed, FileStatus, SymlinkPolicy
+from .._vocabulary import Composed, FileStatus
 from ._entries import CacheStats, Call, Key, Notified, StatChecked
 from ._notified import Notifications, Unwatchable
 from ._stat import Signed
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["CacheStats", "NotificationError", "SoulCache", "Validate"]
 
@@ -102,29 +104,26 @@ class SoulCache:
         self._hits = self._misses = self._stale = 0
         _CACHES.add(self)
 
-    def compose(
-        self,
-        dir: PathArg,
-        *,
-        max_file_bytes: int = MAX_BOOTSTRAP_FILE_BYTES,
-        symlinks: SymlinkPolicy = "follow",
-        strict: bool = False,
-        files: Sequence[str] | None = None,
-        budget: Budget | None = None,
-    ) -> Soul:
+    @takes_options
+    def compose(self, dir: PathArg, **options: Unpack[ComposeOptions]) -> Soul:
         """The soul of ``dir``: the cached object if still valid, else a fresh one.
 
-        Takes ``compose``'s options, and caches by them.
+        Takes ``compose``'s options, and caches by them (``strict`` aside: one
+        soul serves strict and lenient calls, and strict mode raises for it
+        as ``compose`` would).
         """
         # A warm call costs about two microseconds, so the arguments of calls
         # seen before are not checked again: they map straight to their key.
-        # (True == 1: the types are checked, so that True still fails the check.)
-        # A relative path is remembered with the working directory it was
-        # made absolute in: a chdir leads it elsewhere.
-        call = (dir, max_file_bytes, symlinks, strict, files, budget)
+        # (True == 1 == 1.0: the types of the options that could pass so are
+        # checked, so that True still fails the check.) A relative path is
+        # remembered with the working directory it was made absolute in: a
+        # chdir leads it elsewhere.
+        call = (dir, *options.items())
         known = None
         try:
-            if type(max_file_bytes) is int and type(strict) is bool:
+            if not options or (
+                type(options.get("max_file_bytes", 0)) is int and type(options.get("strict", False)) is bool
+            ):
                 known = self._calls.get(call)
                 if known is None and type(dir) in _FIXED_PATHS and not _absolute(dir):
                     known = self._calls.get((call, os.getcwdb()))
@@ -132,16 +131,15 @@ class SoulCache:
             known = None
         if known is None:
             where = b"" if _absolute(dir) else os.getcwdb()
-            home = self._home(home_path(dir))
-            options = check_options(max_file_bytes, symlinks, strict, files, budget)
-            known = Call(home, options, Key.of(home, options))
+            path = home_path(dir)
+            home = self._home(path)
+            checked = check_options(options, "SoulCache.compose")
+            known = Call(home, path, checked, Key.of(home, checked))
             self._remember(dir, call, known, where)
         soul = self._find(known.key, known.options, True)
         if soul is None:
             (soul,) = self._compose_missing([known.home], known.options)
-        if strict:  # naming the path as given, as compose does
-            raise_if_unusable(home_path(dir), soul.files)
-        return soul
+        return delivered(known.path, soul, known.options)
 
     def _remember(self, dir: PathArg, call: tuple[object, ...], known: Call, where: bytes) -> None:
         """Map a checked call to its key, if it can be: hashable, its path a fixed value.
@@ -152,7 +150,7 @@ class SoulCache:
         if type(dir) not in _FIXED_PATHS:
             return  # another path-like may say something else next time
         memo: object = call
-        if known.home != home_path(dir):  # relative: made absolute against ``where``
+        if known.home != known.path:  # relative: made absolute against ``where``
             if os.getcwdb() != where:
                 return  # the directory changed meanwhile
             memo = (call, where)
@@ -186,9 +184,7 @@ class SoulCache:
         return self._find(Key.of(home, options), options, stat)
 
     def _compose_missing(self, homes: list[bytes], options: Options) -> list[Soul]:
-        """Compose homes (from ``_home``) that ``_lookup`` did not find, and cache them."""
-        # Not strict here: the cached soul serves strict and lenient calls.
-        lenient = options._replace(strict=False) if options.strict else options
+        """Compose homes (from ``_home``) that ``_lookup`` did not find, and cache them (never strict)."""
         notified: list[bytes] = []
         try:
             signed: list[Signed | None] = []  # per home, before its read; None: notified
@@ -197,16 +193,16 @@ class SoulCache:
                     notified.append(home)
                     signed.append(None)
                 else:
-                    signed.append(Signed.before_read(home, options.names, options.symlinks))
+                    signed.append(Signed.before_read(home, options.names, options.policy))
             # Composed outside the lock: one slow disk must not stall other homes.
-            composed = compose_parts(homes, lenient)
-            self._watch_linked(homes, lenient, composed, signed, notified)
+            composed = compose_parts(homes, options)
+            self._watch_linked(homes, options, composed, signed, notified)
         except BaseException:
             with self._lock:
                 for home in notified:
                     self._notifications.done_reading(home, keep=False, notified=self._notified)
             raise
-        souls = [soul_of(home, each, lenient) for home, each in zip(homes, composed, strict=True)]
+        souls = [soul_of(each, options) for each in composed]
         with self._lock:
             self._drain()  # what changed while the homes were read
             for index, (home, soul) in enumerate(zip(homes, souls, strict=True)):
@@ -244,7 +240,7 @@ class SoulCache:
                 with self._lock:  # auto: stat validation for this home
                     self._notifications.done_reading(home, keep=False, notified=self._notified)
                 notified.remove(home)
-                signed[index] = Signed.before_read(home, options.names, options.symlinks)
+                signed[index] = Signed.before_read(home, options.names, options.policy)
         if not again:
             return
         for index, fresh in zip(again, compose_parts([homes[i] for i in again], options), strict=True):
@@ -272,7 +268,7 @@ class SoulCache:
                 return entry.soul
         if not isinstance(entry, StatChecked) or not stat:
             return None
-        if entry.signed.still_valid(options.symlinks):
+        if entry.signed.still_valid(options.policy):
             with self._lock:
                 if key in self._entries:
                     self._entries.move_to_end(key)

@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 from typing import Final, NamedTuple
 
-from .._vocabulary import SymlinkPolicy
+from .._vocabulary import Policy
 
 __all__ = ["RACY_WINDOW_NS", "Signed", "signature"]
 
@@ -50,14 +50,9 @@ def _stat(path: bytes, follow: bool) -> Stat:
     return FileStat(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
 
 
-def signature(paths: Sequence[bytes], symlinks: SymlinkPolicy) -> tuple[Stat, ...]:
-    """What the names look like now, seen as ``compose`` would see them."""
-    if symlinks == "follow":  # the file at the end of any links
-        return tuple([_stat(path, True) for path in paths])
-    if symlinks == "refuse":  # the name itself; a link is refused whatever it points to
-        return tuple([_stat(path, False) for path in paths])
-    # within: the link and its target, so swapping either is a change
-    return tuple([st for path in paths for st in (_stat(path, False), _stat(path, True))])
+def signature(paths: Sequence[bytes], policy: Policy) -> tuple[Stat, ...]:
+    """What the names look like now, seen as ``compose`` would see them: stat'ed by the policy's recipe."""
+    return tuple([_stat(path, follow) for path in paths for follow in policy.stats])
 
 
 class Signed(NamedTuple):
@@ -68,14 +63,14 @@ class Signed(NamedTuple):
     racy: bool  # something was modified so recently that its timestamps cannot tell
 
     @classmethod
-    def before_read(cls, home: bytes, names: Sequence[bytes], symlinks: SymlinkPolicy) -> Signed:
+    def before_read(cls, home: bytes, names: Sequence[bytes], policy: Policy) -> Signed:
         """Stat ``names`` in ``home`` now, before the soul is read."""
         since = _clock() - RACY_WINDOW_NS
         paths = tuple(os.path.join(home, name) for name in names)
-        stats = signature(paths, symlinks)
+        stats = signature(paths, policy)
         racy = any(isinstance(st, FileStat) and max(st.mtime_ns, st.ctime_ns) >= since for st in stats)
         return cls(paths, stats, racy)
 
-    def still_valid(self, symlinks: SymlinkPolicy) -> bool:
+    def still_valid(self, policy: Policy) -> bool:
         """Do the names look as they did (and could that be told)?"""
-        return not self.racy and signature(self.paths, symlinks) == self.stats
+        return not self.racy and signature(self.paths, policy) == self.stats

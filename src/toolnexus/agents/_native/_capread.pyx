@@ -73,7 +73,7 @@ cdef extern from "Python.h":
 
 tnx_utf8_init()
 
-# The places of _vocabulary's FileStatus members and POLICIES, for code without
+# The places of _vocabulary's FileStatus members, and the codes of its POLICIES, for code without
 # the GIL (checked at import, below).
 cdef enum:
     PRESENT = 0
@@ -780,25 +780,20 @@ cdef tuple _STATUSES = tuple(FileStatus)
 if (len(FileRead._fields) != FILE_READ_FIELDS or len(Composed._fields) != COMPOSED_FIELDS
         or [_STATUSES[code].name for code in (PRESENT, MISSING, NOT_REGULAR, UNREADABLE, REFUSED)]
         != ["PRESENT", "MISSING", "NOT_REGULAR", "UNREADABLE", "REFUSED"]
-        or [POLICIES[code] for code in (FOLLOW, WITHIN, REFUSE, WITHIN_PORTABLE)]
-        != ["follow", "within", "refuse", "within-portable"]):
+        or [(policy.word, policy.code) for policy in POLICIES.values()]
+        != [("follow", FOLLOW), ("within", WITHIN), ("refuse", REFUSE),
+            ("within-portable", WITHIN_PORTABLE)]):
     raise ImportError("_capread's result arities, status or policy codes differ from _vocabulary's")
 # The most common result of all, shared instead of built per call.
 _MISSING_ENOENT = FileRead(FileStatus.MISSING, ENOENT, 0, 0, False, True, None, False, 0, 0)
 
 
 cdef int _policy(object symlinks) except -1:
-    """The code of a policy, or the check's error."""
-    if symlinks == "follow":
-        return FOLLOW
-    if symlinks == "within":
-        return WITHIN
-    if symlinks == "refuse":
-        return REFUSE
-    if symlinks == "within-portable":
-        return WITHIN_PORTABLE
-    check_arguments((), (), 1, symlinks)  # raises, in the shared words
-    return -1
+    """The code of the policy ``symlinks`` names (``_vocabulary.POLICIES``), or the check's error."""
+    policy = POLICIES.get(symlinks) if isinstance(symlinks, str) else None
+    if policy is None:
+        check_arguments((), (), 1, symlinks)  # raises, in the shared words
+    return policy.code
 
 
 cdef bint _process_error(int err) noexcept nogil:
