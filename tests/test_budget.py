@@ -401,6 +401,8 @@ def test_the_report_says_what_the_budget_did(home: Path, write: Writer) -> None:
         "left_out": 225,
         "kept_bytes": 94,
         "left_out_bytes": 225,
+        "symlink": False,
+        "invalid_utf8": False,
     }
     plain = compose(home).as_dict()
     assert (plain["budget"], plain["used"], plain["cut_files"], plain["near_limit"]) == (

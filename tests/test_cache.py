@@ -173,8 +173,10 @@ def test_file_turned_into_a_symlink(tmp_path: Path, home: Path, write: Writer, m
     (home / "SOUL.md").unlink()
     (home / "SOUL.md").symlink_to(tmp_path / "elsewhere.md")
     mode.settle()
-    # follow: same text, so the same object comes back, but it was re-read.
-    assert cache.compose(home) is first
+    # follow: the same text, re-read; its report now says SOUL.md is reached through a symlink.
+    again = cache.compose(home)
+    assert (again.text, first.files[1].symlink, again.files[1].symlink) == (first.text, False, True)
+    assert cache.compose(home) is again
     assert cache.stats.stale == 1
     # within: the cached "within" soul must not survive the swap to an outside link.
     within = mode.cache()

@@ -37,8 +37,13 @@ class FileReport(NamedTuple):
     file (or left it out), ``kept`` and ``left_out`` measure its body in the
     budget's unit (``left_out`` is None when the file was not read whole),
     ``kept_bytes`` and ``left_out_bytes`` in UTF-8 bytes; without one they
-    are None. A named tuple: immutable, and cheap enough to make seven of
-    per soul.
+    are None. ``symlink`` is True when the name is a symbolic link that was
+    followed (to a file read, or to what its status says; a link the policy
+    refused says so by its status alone); a file that merely has other hard
+    links is no symlink. ``invalid_utf8`` is True when the bytes of its body
+    that were read are not all well-formed UTF-8: the soul holds a U+FFFD
+    for each ill-formed sequence (docs/format.md, section 5). A named tuple:
+    immutable, and cheap enough to make seven of per soul.
     """
 
     name: str
@@ -54,6 +59,8 @@ class FileReport(NamedTuple):
     kept_bytes: int | None = None
     left_out_bytes: int | None = None
     size_on_disk: int | None = None
+    symlink: bool = False
+    invalid_utf8: bool = False
 
     @property
     def size(self) -> int:
@@ -81,6 +88,8 @@ class FileReport(NamedTuple):
             "left_out": self.left_out,
             "kept_bytes": self.kept_bytes,
             "left_out_bytes": self.left_out_bytes,
+            "symlink": self.symlink,
+            "invalid_utf8": self.invalid_utf8,
         }
 
 
@@ -325,6 +334,7 @@ def _absent(name: str) -> FileReport:
 _new_report = tuple.__new__  # skips FileReport's Python-level __new__: half the cost
 _PRESENT: Final = FileStatus.PRESENT
 _MISSING: Final = FileStatus.MISSING
+_REFUSED: Final = FileStatus.REFUSED
 _ENOENT: Final = errnos.ENOENT
 
 
@@ -336,7 +346,7 @@ def file_reports(
         return _budgeted_reports(names, reads, symlinks, cuts)
     reports = []
     for name, read in zip(names, reads, strict=True):
-        status, err, _, nread, truncated, stable, size_on_disk, _, _, _ = read
+        status, err, _, nread, truncated, stable, size_on_disk, _, _, _, symlink, invalid_utf8 = read
         if status is _PRESENT:
             report = _new_report(
                 FileReport,
@@ -354,13 +364,26 @@ def file_reports(
                     None,
                     None,
                     size_on_disk,
+                    symlink,
+                    invalid_utf8,
                 ),
             )
-        elif status is _MISSING and err == _ENOENT:
+        elif status is _MISSING and err == _ENOENT and not symlink:
             report = _absent(name)
         else:
             error = _describe(status, read, symlinks)
-            report = FileReport(name, status, 0, False, stable, err or None, error, size_on_disk=size_on_disk)
+            followed = symlink and status is not _REFUSED
+            report = FileReport(
+                name,
+                status,
+                0,
+                False,
+                stable,
+                err or None,
+                error,
+                size_on_disk=size_on_disk,
+                symlink=followed,
+            )
         reports.append(report)
     return tuple(reports)
 

@@ -104,6 +104,12 @@ class FileRead(NamedTuple):
     # it (cut, trimmed, decoded; no notice). 0 when absent, and in read_excerpts.
     body_chars: int = 0
     body_bytes: int = 0
+    # The name is a symbolic link: the open found it one, and followed it or
+    # (within) refused it. Never under refuse, whose open does not look.
+    symlink: bool = False
+    # compose_homes: the body held bytes that are not well-formed UTF-8, each
+    # ill-formed sequence decoded as U+FFFD. False when absent, and in read_excerpts.
+    invalid_utf8: bool = False
 
 
 class Excerpt(NamedTuple):

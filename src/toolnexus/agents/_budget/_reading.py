@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from .. import _native
-from .._format import BOM
+from .._format import BOM, decode
 from .._options import Budget, Options
 from .._vocabulary import Composed, Excerpt, FileRead, FileStatus
 from ._bodies import body_bounds, boundary, char_start, trim_end, trim_start, utf8_length
@@ -51,7 +51,7 @@ class Body:
 
     index: int  # the file's place among the names
     name: str
-    read: FileRead
+    read: FileRead  # its invalid_utf8 says whether the bytes of the body that were read are well-formed
     whole: bool
     over_cap: bool  # longer than the cap, with a body: always cut
     text: str
@@ -66,11 +66,15 @@ class Body:
     marker: int = -1  # the measure of its whole marker, once ``Measures`` has taken it
 
 
-def _decode(data: bytes, start: int, end: int) -> tuple[str, int]:
-    """``data[start:end]`` decoded as the format says, and the UTF-8 bytes of the text."""
-    text = _native.reader.decode_utf8(memoryview(data)[start:end])
-    # Ill-formed bytes become U+FFFD: without one, the bytes are the text's own.
-    return text, utf8_length(text) if "\ufffd" in text else end - start
+def _decode(data: bytes, start: int, end: int) -> tuple[str, int, bool]:
+    """``data[start:end]`` decoded as the format says, the UTF-8 bytes of the text, and whether they were
+    well-formed.
+    """
+    part = memoryview(data)[start:end]
+    text = _native.reader.decode_utf8(part)
+    if "\ufffd" not in text:  # ill-formed bytes become U+FFFD: without one, the bytes are the text's own
+        return text, end - start, True
+    return text, utf8_length(text), decode(part)[1]  # a U+FFFD the file holds is well-formed
 
 
 def whole_body(index: int, name: str, read: FileRead, text: str, measure: int) -> Body:
@@ -89,12 +93,12 @@ def _body(index: int, name: str, excerpt: Excerpt, cap: int, budget: Budget) -> 
         if last:
             data += last
         start, end = body_bounds(data, len(data))
-        text, nbytes = _decode(data, start, end)
+        text, nbytes, well_formed = _decode(data, start, end)
         measure = budget.measure(text)
         return Body(
-            index=index, name=name, read=excerpt.read, whole=True, over_cap=length > cap and bool(text),
-            text=text, tail="", nbytes=nbytes, start_known=True, end_known=True, measure=measure,
-            head_measure=measure, tail_measure=0,
+            index=index, name=name, read=_marked(excerpt.read, well_formed), whole=True,
+            over_cap=length > cap and bool(text), text=text, tail="", nbytes=nbytes, start_known=True,
+            end_known=True, measure=measure, head_measure=measure, tail_measure=0,
         )  # fmt: skip
     # Read in part. The start's last byte read is the first one left out,
     # so that a cut never splits a character whose bytes run past it. (Three
@@ -104,8 +108,8 @@ def _body(index: int, name: str, excerpt: Excerpt, cap: int, budget: Budget) -> 
     start = trim_start(data, 3 if stop >= 3 and data.startswith(BOM) else 0, stop)
     begin = char_start(last)
     end = trim_end(last, begin, len(last))
-    text, text_bytes = _decode(data, start, stop) if start < stop else ("", 0)
-    tail, tail_bytes = _decode(last, begin, end) if begin < end else ("", 0)
+    text, text_bytes, head_well_formed = _decode(data, start, stop) if start < stop else ("", 0, True)
+    tail, tail_bytes, tail_well_formed = _decode(last, begin, end) if begin < end else ("", 0, True)
     # The body's bytes: those of the two texts, and the file's own between
     # them (counted from the end of the start read, and to the start of the
     # end read: more than the body's when one of its ends was not found).
@@ -115,10 +119,16 @@ def _body(index: int, name: str, excerpt: Excerpt, cap: int, budget: Budget) -> 
     # line cut by the gap counts twice): a lower bound, but for characters.
     measure = max(head_measure + tail_measure - (budget.count is not None), 0)
     return Body(
-        index=index, name=name, read=excerpt.read, whole=False, over_cap=length > cap, text=text, tail=tail,
+        index=index, name=name, read=_marked(excerpt.read, head_well_formed and tail_well_formed),
+        whole=False, over_cap=length > cap, text=text, tail=tail,
         nbytes=text_bytes + gap + tail_bytes, start_known=start < stop, end_known=begin < end,
         measure=measure, head_measure=head_measure, tail_measure=tail_measure,
     )  # fmt: skip
+
+
+def _marked(read: FileRead, well_formed: bool) -> FileRead:
+    """``read`` (of ``read_excerpts``, which does not decode), saying if the body's bytes are well-formed."""
+    return read if well_formed else read._replace(invalid_utf8=True)
 
 
 # Windows are (start, end): the bytes wanted from a file's start and from
@@ -271,7 +281,9 @@ class Reading:
         for index, excerpt in zip(indexes, self._read(indexes, self._windows), strict=True):
             self.reads[index] = excerpt.read
             if excerpt.read.status == FileStatus.PRESENT:
-                self._bodies[index] = _body(index, options.files[index], excerpt, options.cap, self._budget)
+                body = _body(index, options.files[index], excerpt, options.cap, self._budget)
+                self._bodies[index] = body
+                self.reads[index] = body.read
                 self._lengths[index] = excerpt.length
             else:  # gone since it was looked at
                 self._bodies.pop(index, None)

@@ -124,24 +124,28 @@ def _read_last(fd: int, tail: int, size: int, have: int, limit: int) -> tuple[by
 
 
 def _read_entry(
-    fd: int, want: int, tail: int, limit: int, linked: bool
+    fd: int, want: int, tail: int, limit: int, symlink: bool
 ) -> tuple[FileRead, bytes | bytearray | None, bytes, int]:
     """Read an open name: its first ``want`` bytes at most, and its last ``tail`` when it is longer.
 
     Returns its ``FileRead``, the bytes from its start (None unless present),
     the bytes at its end (empty unless it is longer than ``want``), and the
-    file's length as read. ``tail`` 0 is the plain capped read. ``linked``:
+    file's length as read. ``tail`` 0 is the plain capped read. ``symlink``:
     the name was a symlink.
     """
     before = os.fstat(fd)
     kind = before.st_mode & _S_IFMT
-    linked = linked or before.st_nlink > 1
+    linked = symlink or before.st_nlink > 1
     if kind != _S_IFREG:
-        return FileRead(FileStatus.NOT_REGULAR, 0, kind, 0, False, True, None, linked), None, b"", 0
+        read = FileRead(FileStatus.NOT_REGULAR, 0, kind, 0, False, True, None, linked, 0, 0, symlink)
+        return read, None, b"", 0
     first, one_read = _read_capped(fd, want, before.st_size)
     got = len(first)
     if got < want and _trusted(got, before, one_read):  # the usual case: all of it, in one small read
-        return FileRead(_PRESENT, 0, kind, got, False, True, before.st_size, linked), first, b"", got
+        read = _new(
+            FileRead, (_PRESENT, 0, kind, got, False, True, before.st_size, linked, 0, 0, symlink, False)
+        )
+        return read, first, b"", got
     tries = 1
     while True:
         if tries > 1:
@@ -175,7 +179,9 @@ def _read_entry(
         before = after
         os.lseek(fd, 0, os.SEEK_SET)
         tries += 1
-    read = FileRead(_PRESENT, 0, kind, got + len(last), got == want, stable, before.st_size, linked)
+    read = FileRead(
+        _PRESENT, 0, kind, got + len(last), got == want, stable, before.st_size, linked, 0, 0, symlink
+    )
     return read, first, last, end
 
 
@@ -211,28 +217,28 @@ def _read_name(  # noqa: PLR0917 - the reading's every parameter, as the compile
     Trouble of the process's (no descriptor or memory left) raises.
     """
     try:
-        fd, linked = open_entry(dirfd, home, name, policy)
+        fd, symlink = open_entry(dirfd, home, name, policy)
     except OSError as exc:
         return _not_opened(exc, dirfd, home, name, policy), None, b"", 0
     try:
-        return _read_entry(fd, want, tail, limit, linked)
+        return _read_entry(fd, want, tail, limit, symlink)
     except OSError as exc:
-        return _not_read(exc, home, name, linked), None, b"", 0
+        return _not_read(exc, home, name, symlink), None, b"", 0
     finally:
         os.close(fd)
 
 
 def _not_opened(exc: OSError, dirfd: int, home: bytes, name: bytes, policy: Policy) -> FileRead:
     err = exc.errno or errno.EIO
-    linked = isinstance(exc, SymlinkError)
-    if err == errno.ENOENT and not linked:
+    symlink = isinstance(exc, SymlinkError)
+    if err == errno.ENOENT and not symlink:
         return _MISSING_ENOENT
     if err in PROCESS_ERRORS:
         raise process_error(err, os.path.join(home, name)) from None
     status = classify_open_error(err, policy)
     # A socket cannot be opened: say what it is.
     kind = _kind_at(dirfd, home, name, policy) if status == FileStatus.NOT_REGULAR else 0
-    return FileRead(status, err, kind, 0, False, True, None, linked)
+    return FileRead(status, err, kind, 0, False, True, None, symlink, 0, 0, symlink)
 
 
 def _kind_at(dirfd: int, home: bytes, name: bytes, policy: Policy) -> int:
@@ -248,11 +254,11 @@ def _kind_at(dirfd: int, home: bytes, name: bytes, policy: Policy) -> int:
     return st.st_mode & _S_IFMT
 
 
-def _not_read(exc: OSError, home: bytes, name: bytes, linked: bool) -> FileRead:
+def _not_read(exc: OSError, home: bytes, name: bytes, symlink: bool) -> FileRead:
     err = exc.errno or errno.EIO
     if err in PROCESS_ERRORS:
         raise process_error(err, os.path.join(home, name)) from None
-    return FileRead(FileStatus.UNREADABLE, err, stat.S_IFREG, 0, False, True, None, linked)
+    return FileRead(FileStatus.UNREADABLE, err, stat.S_IFREG, 0, False, True, None, symlink, 0, 0, symlink)
 
 
 def _compose_home(home: bytes, names: Sequence[bytes], cap: int, policy: Policy, layout: Layout) -> Composed:
@@ -269,8 +275,8 @@ def _compose_home(home: bytes, names: Sequence[bytes], cap: int, policy: Policy,
             if data is None:
                 reads.append(read)
                 continue
-            body, nbytes = body_and_bytes(data, cap)
-            reads.append(_new(FileRead, (*read[:8], len(body), nbytes)))
+            body, nbytes, well_formed = body_and_bytes(data, cap)
+            reads.append(_new(FileRead, (*read[:8], len(body), nbytes, read.symlink, not well_formed)))
             found.append(layout.files[index])
             pieces.append(layout.nexts[index] if pieces else layout.firsts[index])
             pieces.append(body)
