@@ -101,9 +101,9 @@ class Soul:
     name composed; ``digest`` the hex SHA-256 of ``text`` as UTF-8. With a
     budget, ``budget`` is it, ``used`` the soul measured by it, and
     ``near_limit`` True when that is at least ``NEAR_LIMIT`` (85%) of its
-    total. Immutable, comparable, hashable and picklable. ``files`` and
-    ``digest`` are computed when first asked for, so a host that only wants
-    the text does not pay for them.
+    total, or when the budget cut or left out a file. Immutable, comparable,
+    hashable and picklable. ``files`` and ``digest`` are computed when first
+    asked for, so a host that only wants the text does not pay for them.
     """
 
     __slots__ = (
@@ -214,9 +214,16 @@ class Soul:
 
     @property
     def near_limit(self) -> bool:
-        """At ``NEAR_LIMIT`` of the budget's total or beyond (False without a total)."""
-        total = None if self.budget is None else self.budget.total
-        return total is not None and self.used is not None and self.used >= NEAR_LIMIT * total
+        """At ``NEAR_LIMIT`` of the budget's total or more, or at its limit: it cut or left out a file.
+
+        False without a budget.
+        """
+        if self.budget is None:
+            return False
+        total, used = self.budget.total, self.used
+        if total is not None and used is not None and used >= NEAR_LIMIT * total:
+            return True
+        return any(report.cut for report in self.files)
 
     def _key(self) -> tuple[object, ...]:
         return (self.text, self.found, self.files, self.max_file_bytes, self.symlinks, self.budget, self.used)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import os
 
-from .. import Budget, FileReport, FileStatus, Soul
+from .. import NEAR_LIMIT, Budget, FileReport, FileStatus, Soul
 from ._output import shown
 
 __all__ = ["dir_fields", "problem_line", "record", "table", "unit"]
@@ -115,6 +115,7 @@ def table(home: str, soul: Soul) -> str:
             if soul.cut_files
             else "nothing cut"
         )
-        near = ", near its limit" if soul.near_limit else ""
+        # The line says what was cut; "near" is the share of the total, as the percentage beside it.
+        near = ", near its limit" if total is not None and soul.used >= NEAR_LIMIT * total else ""
         lines.append(f"  budget: {soul.used:,} {budget_unit} ({limit}{near}); {cut}")
     return "\n".join(lines) + "\n"
