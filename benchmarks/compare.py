@@ -35,8 +35,8 @@ CAP = MAX_BOOTSTRAP_FILE_BYTES
 # (scenario, ratio name, numerator, denominator, comparison, target)
 TARGETS = [
     ("typical", "compiled/(floor+decode)", "compiled", "floor+decode", "<=", 1.1),
-    # The pure twin is the readable reference (docs/decisions.md, "The shape of the
-    # code"): 2.6 before it was made so, 2.8 since.
+    # The pure twin is the readable reference (docs/decisions/rooms-on-floors.md):
+    # 2.6 before it was made so, 2.8 since.
     ("typical", "pure/floor", "pure", "floor", "<=", 2.8),
     ("typical", "baseline/compiled", "baseline", "compiled", ">=", 3.0),
     ("large", "compiled/decode floor", "compiled", "decode floor", "<=", 1.5),

@@ -1,6 +1,6 @@
 """pytest-benchmark: compiled reader, pure reader, baseline and floors, side by side.
 
-    python -m pytest benchmarks --benchmark-enable --benchmark-group-by=group
+    python -m pytest benchmarks -n0 --benchmark-enable --benchmark-group-by=group
 
 Each benchmark is one pass over a whole scenario (500 typical homes, 2 large
 homes of mixed scripts, 2 of dense scripts, 500 empty homes); groups put the

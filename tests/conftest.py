@@ -44,13 +44,21 @@ CHECKOUT: Final = Path(__file__).resolve().parents[1]
 # the compiled one is not built here. Filled in place, at configuration.
 TWINS: list[ReaderName] = ["compiled", "pure"]
 
-# Hypothesis profiles, chosen with TOOLNEXUS_SOUL_FUZZ: "ci" (the default,
-# quick) or "long" (many more examples, for a fuzzing session).
+# Hypothesis profiles, chosen with TOOLNEXUS_SOUL_FUZZ: "dev" (the default:
+# the everyday run, quick), "ci" (six times the examples: what .ci/run, the
+# workflows and the wheel builds set) or "long" (a fuzzing session). A test
+# that sets its own max_examples scales it by the profile's (examples()).
+settings.register_profile("dev", max_examples=50, deadline=None)
 settings.register_profile("ci", max_examples=300, deadline=None)
 settings.register_profile(
     "long", max_examples=20_000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
-settings.load_profile(os.environ.get("TOOLNEXUS_SOUL_FUZZ", "ci"))
+settings.load_profile(os.environ.get("TOOLNEXUS_SOUL_FUZZ", "dev"))
+
+
+def examples(at_ci: int) -> int:
+    """``at_ci`` examples under the "ci" profile, scaled to the profile in use (at least 10)."""
+    return max(10, at_ci * settings().max_examples // 300)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

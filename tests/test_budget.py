@@ -319,19 +319,19 @@ def test_a_tokenizer_count(home: Path, write: Writer) -> None:
     assert soul.files[1].cut is False
 
 
-def test_the_readme_token_recipe_counts_special_tokens_as_text(
+def test_the_guides_token_recipe_counts_special_tokens_as_text(
     home: Path, write: Writer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The README's recipe, run as written, on a home whose file holds a special token's text.
+    # The budgets guide's recipe, run as written, on a home whose file holds a special token's text.
     tiktoken = pytest.importorskip("tiktoken")
     encoding = tiktoken_encoding()
     with pytest.raises(ValueError, match="disallowed special token"):
         encoding.encode("<|endoftext|>")  # what the recipe must not do: refuse a persona's text
     monkeypatch.setattr(tiktoken, "get_encoding", lambda name: encoding)  # the named ones download
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    (block,) = [b for b in readme.split("```python\n")[1:] if "import tiktoken" in b]
+    guide = (Path(__file__).resolve().parents[1] / "docs/how-to/budgets.md").read_text(encoding="utf-8")
+    (block,) = [b for b in guide.split("```python\n")[1:] if "import tiktoken" in b]
     recipe: dict[str, object] = {}
-    exec(compile(textwrap.dedent(block.split("```", 1)[0]), "README.md", "exec"), recipe)
+    exec(compile(textwrap.dedent(block.split("```", 1)[0]), "docs/how-to/budgets.md", "exec"), recipe)
     budget = recipe["TOKENS"]
     assert isinstance(budget, Budget)
     assert (budget.total, budget.per_file) == (8000, 3000)

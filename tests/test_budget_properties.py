@@ -1,8 +1,9 @@
 """Hypothesis: the six laws of budgets hold on any home, budget and count, on both readers alike.
 
 Each example is composed on both twins, which must agree, and checked by
-``budget_laws.check_laws`` (written from docs/format.md). The default run
-takes a few hundred examples per count family; the ``slow`` run many more.
+``budget_laws.check_laws`` (written from docs/reference/budgets.md). The
+everyday run takes a few dozen examples per count family, the "ci"
+Hypothesis profile 120, and the ``slow`` run thousands.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from budget_laws import check_laws
-from conftest import TWINS
+from conftest import TWINS, examples
 from counts import lines, newlines, regex_tokens, super_additive, tiktoken_count, utf8_bytes, words
 from spec_reference import BOOTSTRAP_ORDER
 from toolnexus.agents import Budget, compose
@@ -25,7 +26,7 @@ from twins import using
 
 pytestmark = pytest.mark.reader_independent  # each example runs on both twins side by side
 
-SLOW_EXAMPLES = int(os.environ.get("TOOLNEXUS_SOUL_LAW_EXAMPLES", "3000"))
+SLOW_EXAMPLES = int(os.environ.get("TOOLNEXUS_SOUL_LAW_EXAMPLES", "1500"))
 
 
 TIKTOKEN = tiktoken_count()
@@ -120,7 +121,9 @@ def run_laws(
 
 
 @pytest.mark.parametrize("count_name", sorted(COUNTS))
-@settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large], max_examples=120)
+@settings(
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large], max_examples=examples(120)
+)
 @given(files=homes, cap=caps, limits=budgets)
 def test_the_laws(
     count_name: str, files: dict[str, bytes], cap: int, limits: tuple[int | None, int | None, str]

@@ -330,7 +330,7 @@ def test_bad_arguments_name_themselves(tmp_path: Path) -> None:
 
 
 def test_a_budget_made_per_call_keeps_one_entry(tmp_path: Path, mode: Mode) -> None:
-    # The README's token recipe inside a session handler: a fresh Budget, a fresh count, each call.
+    # The budgets guide's token recipe inside a session handler: a fresh Budget, a fresh count, each call.
     homes = make_homes(tmp_path, 3)
     mode.settle()
     with mode.cache(maxsize=3) as cache:

@@ -148,6 +148,31 @@ def test_check_table(home: Path, write: Writer, capsys: Capture) -> None:
     )
 
 
+def test_check_budget_says_what_it_kept(home: Path, write: Writer, capsys: Capture) -> None:
+    write("SOUL.md", "You are Kavi.")
+    write("MEMORY.md", "".join(f"- note {i}: the user prefers metric units\n" for i in range(100)))
+    rows = {
+        "1024": "  MEMORY.md    cut                      4,090 B     1,025 B  212 (3,877 B left out)\n",
+        "2097152": "  MEMORY.md    cut                      4,090 B     4,090 B  212 of 4,089\n",
+    }
+    for cap, row in rows.items():
+        code, out, err = run(["check", str(home), "--budget", "300", "--max-file-bytes", cap], capsys)
+        assert (code, err) == (1, check_note())
+        assert out == (
+            f"{home}\n"
+            "  file         status                   on disk        read  kept (characters)\n"
+            "  AGENTS.md    missing                        -           -\n"
+            "  SOUL.md      present                     13 B        13 B  all 13\n"
+            "  IDENTITY.md  missing                        -           -\n"
+            "  USER.md      missing                        -           -\n"
+            "  TOOLS.md     missing                        -           -\n"
+            "  HEARTBEAT.md missing                        -           -\n"
+            f"{row}"
+            "  2 of 7 present, 298 characters, sha256 ec312d34cc3cdcd0\n"
+            "  budget: 298 characters (99% of 300, near its limit); 1 cut: MEMORY.md\n"
+        )
+
+
 def test_check_fails_for_unusable_files(home: Path, capsys: Capture) -> None:
     (home / "USER.md").mkdir()
     (home / "SOUL.md").symlink_to("SOUL.md")

@@ -411,7 +411,7 @@ def test_the_reader_in_use_is_said(
     note: str,
 ) -> None:
     monkeypatch.setattr(_commands, "ACCELERATED", accelerated)
-    monkeypatch.setenv("TOOLNEXUS_SOUL_NO_EXTENSIONS", "1" if forced else "")
+    monkeypatch.setattr(_commands, "NO_EXTENSIONS", forced)  # what the package read at import
     assert run(["--version"], capsys) == (0, f"toolnexus-soul {__version__} ({version})\n", "")
     code, _, err = run(["check", str(home)], capsys)
     assert (code, err) == (0, note)

@@ -1,7 +1,7 @@
 """The command line at the edges a newcomer met: a NUL in a list, an empty list, Ctrl-C, help that agrees.
 
-Each was a defect; each is now a test. The help texts and the README are
-held to one table of exit statuses.
+Each was a defect; each is now a test. The help texts are held to the exit
+statuses of the command line's page (docs/reference/command-line.md).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from toolnexus.agents import compose
 from toolnexus.agents.cli import main
 from twins import ReaderName
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+PAGE = (Path(__file__).resolve().parents[1] / "docs/reference/command-line.md").read_text(encoding="utf-8")
 Capture = pytest.CaptureFixture[str]
 
 
@@ -152,25 +152,25 @@ def _statuses(help_text: str) -> dict[str, str]:
     return statuses
 
 
-def _readme_statuses() -> dict[str, str]:
-    table = README[README.index("| code | meaning |") :].split("\n\n")[0]
+def _documented_statuses() -> dict[str, str]:
+    table = PAGE[PAGE.index("| code | meaning |") :].split("\n\n")[0]
     rows = [row.split(" | ") for row in table.splitlines()[2:]]
     return {row[0].strip("| "): row[1].strip("| ") for row in rows}
 
 
 @pytest.mark.parametrize("command", [[], ["compose"], ["check"], ["batch"]])
-def test_every_help_says_what_the_readme_says(command: list[str], capsys: Capture) -> None:
+def test_every_help_says_what_the_page_says(command: list[str], capsys: Capture) -> None:
     code, out, _ = run([*command, "--help"], capsys)
     assert code == 0
-    readme = {code: _plain(words) for code, words in _readme_statuses().items()}
-    assert {code: _plain(words) for code, words in _statuses(out).items()} == readme
+    documented = {code: _plain(words) for code, words in _documented_statuses().items()}
+    assert {code: _plain(words) for code, words in _statuses(out).items()} == documented
 
 
-def test_memorys_help_says_what_the_readme_says_of_141_and_130(capsys: Capture) -> None:
+def test_memorys_help_says_what_the_page_says_of_141_and_130(capsys: Capture) -> None:
     _, out, _ = run(["memory", "--help"], capsys)
-    readme, statuses = _readme_statuses(), _statuses(out)
+    documented, statuses = _documented_statuses(), _statuses(out)
     assert [_plain(statuses[code]) for code in ("130", "141")] == [
-        _plain(readme[code]) for code in ("130", "141")
+        _plain(documented[code]) for code in ("130", "141")
     ]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -77,6 +78,76 @@ def test_another_file_and_limit(home: Path, capsys: Capture) -> None:
         "'Ada, a metallurgist'.\n"
     )
     assert (home / "USER.md").read_text() == "- Ada, a metallurgist\n"
+
+
+def test_an_add_repeated_says_nothing_was_added(noted: Path, capsys: Capture) -> None:
+    argv = ["memory", str(noted), "add", "ships on Fridays"]
+    assert run(argv, capsys) == (0, "added: MEMORY.md holds 3 entries, 87 of 2,200 characters\n", "")
+    after = (noted / "MEMORY.md").read_bytes()
+    assert run(argv, capsys) == (
+        0,
+        "already there, nothing added: MEMORY.md holds 3 entries, 87 of 2,200 characters\n",
+        "",
+    )
+    assert (noted / "MEMORY.md").read_bytes() == after
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--file", "USER.md", "--limit", "30", "add", "works nights"],
+        ["add", "works nights", "--file", "USER.md", "--limit", "30"],
+        ["--file", "USER.md", "add", "--limit", "30", "works nights"],
+    ],
+)
+def test_options_before_or_after_the_action(home: Path, capsys: Capture, argv: list[str]) -> None:
+    assert run(["memory", str(home), *argv], capsys) == (
+        0,
+        "added: USER.md holds 1 entry, 14 of 30 characters\n",
+        "",
+    )
+    assert (home / "USER.md").read_text() == "- works nights\n"
+    assert not (home / "MEMORY.md").exists()
+
+
+def test_json_list(noted: Path, capsys: Capture) -> None:
+    code, out, err = run(["memory", str(noted), "list", "--json"], capsys)
+    assert (code, err) == (0, "")
+    assert out == (
+        '{"ok": true, "action": "list", "entries": ["uses uv, not pip", '
+        '"prefers metric units\\nand SI prefixes"], "entry_count": 2, "used": 68, "limit": 2200}\n'
+    )
+
+
+def test_json_changes_are_what_call_returns(noted: Path, capsys: Capture) -> None:
+    code, out, err = run(["memory", str(noted), "--json", "add", "ships on Fridays"], capsys)
+    assert (code, err) == (0, "")
+    assert json.loads(out) == {
+        "ok": True,
+        "action": "add",
+        "added": True,
+        "message": "Added the entry. MEMORY.md holds 3 entries, 87 of 2,200 characters. "
+        "The change shows in your prompt from the next session.",
+        "entry_count": 3,
+        "used": 87,
+        "limit": 2200,
+    }
+    code, out, err = run(["memory", str(noted), "add", "ships on Fridays", "--json"], capsys)
+    assert (code, err, json.loads(out)["added"]) == (0, "", False)
+    code, out, err = run(["memory", str(noted), "replace", "Fridays", "ships on Mondays", "--json"], capsys)
+    assert (code, err, json.loads(out)["used"]) == (0, "", 87)
+    code, out, err = run(["memory", str(noted), "remove", "rust", "--json"], capsys)
+    record = json.loads(out)
+    assert (code, record["ok"], record["error"], record["candidates"]) == (
+        1,
+        False,
+        "no_match",
+        ["uses uv, not pip", "prefers metric units and SI prefixes", "ships on Mondays"],
+    )
+    assert err == f"toolnexus-soul: {noted}/MEMORY.md: {record['message']}\n"
+    assert (noted / "MEMORY.md").read_text() == (
+        "# Notes\n\n- uses uv, not pip\n- prefers metric units\n  and SI prefixes\n- ships on Mondays\n"
+    )
 
 
 @pytest.mark.parametrize(

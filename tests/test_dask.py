@@ -1,6 +1,6 @@
 """Past one machine: ``compose_many`` on a dask.distributed cluster gives the souls it gives at home (slow).
 
-The README's recipe, run: a ``LocalCluster`` of two worker processes, its
+The recipe of docs/how-to/cluster.md, at scale: a ``LocalCluster`` of two worker processes, its
 client's executor handed to ``compose_many``. Skipped where dask.distributed
 is not installed (``pip install 'toolnexus-soul[dask]'``).
 """

@@ -54,7 +54,7 @@ def examples(kind: str) -> list[tuple[str, ...]]:
 @pytest.mark.reader_independent
 def test_the_page_has_examples() -> None:
     assert len(examples("bodies")) == 17
-    assert len(examples("homes")) == 3
+    assert len(examples("homes")) == 4
     assert len(examples("budgets")) == 8
     assert len(examples("memory")) == 15
 

@@ -2,7 +2,8 @@
 
 Races run in a subprocess (``stress_worker.py``) so that a crash fails a test
 instead of killing pytest. ``TOOLNEXUS_SOUL_STRESS_CALLS`` sets how many
-compositions each race makes (default 20,000). The long runs are marked
+compositions each race makes on the compiled reader (default 20,000; a
+quarter of that on the pure one). The long runs are marked
 ``slow``: ``python -m pytest -m slow`` runs them (``.ci/run`` does).
 """
 
@@ -26,12 +27,19 @@ TESTS = str(Path(__file__).resolve().parent)
 
 HERE = Path(__file__).parent
 CALLS = int(os.environ.get("TOOLNEXUS_SOUL_STRESS_CALLS", "20000"))
+
+
+def calls_of(reader: ReaderName) -> int:
+    # The pure twin holds the GIL while it decodes 3 MB versions: a quarter of the calls take it as long.
+    return CALLS if reader == "compiled" else max(1000, CALLS // 4)
+
+
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc")
 
 
-def run_worker(kind: str, mode: str, home: Path) -> dict[str, object]:
+def run_worker(kind: ReaderName, mode: str, home: Path) -> dict[str, object]:
     done = subprocess.run(
-        [sys.executable, str(HERE / "stress_worker.py"), kind, mode, str(CALLS), str(home)],
+        [sys.executable, str(HERE / "stress_worker.py"), kind, mode, str(calls_of(kind)), str(home)],
         capture_output=True,
         text=True,
         timeout=600,  # a hang fails here instead of stalling the suite
@@ -51,7 +59,7 @@ def test_replaced_files_are_never_torn(reader: ReaderName, mode: str, tmp_path: 
     # re-create), never a mix of two.
     result = run_worker(reader, mode, tmp_path)
     assert result["errors"] == []
-    assert result["calls"] == CALLS
+    assert result["calls"] == calls_of(reader)
     assert result["torn_stable"] == result["torn_unstable"] == 0
 
 
@@ -64,7 +72,9 @@ def test_rewrite_in_place_is_caught_by_the_re_read(reader: ReaderName, tmp_path:
     # stably in three tries is returned marked stable=False, torn or not.
     result = run_worker(reader, "inplace", tmp_path)
     assert result["errors"] == []
-    assert int(str(result["torn_stable"])) <= CALLS // 10_000
+    calls = int(str(result["calls"]))
+    assert calls_of(reader) <= calls <= 10 * calls_of(reader)
+    assert int(str(result["torn_stable"])) <= calls // 10_000
     assert int(str(result["torn_unstable"])) <= int(str(result["unstable"]))
     assert int(str(result["unstable"])) > 0  # the writer never rests: some reads never settle
 

@@ -3,7 +3,8 @@
 Read from the source with ``ast`` (and, for the Cython twins, their import
 lines), never by importing it: what a module imports is what its text says.
 The rooms of ``toolnexus.agents`` and their floors are written once, below;
-the README's "Where things are" and docs/decisions.md draw the same map.
+the contributors' page (docs/contributing.md, "Where things are") draws the
+same map, and a test holds it to them.
 """
 
 from __future__ import annotations
@@ -110,6 +111,14 @@ def expand(found: Import) -> list[str]:
     """The modules an import takes from: ``from .. import x`` takes the module ``x`` when it is one."""
     modules = [f"{found.target}.{name}" for name in found.names if is_module(f"{found.target}.{name}")]
     return modules if found.names and len(modules) == len(found.names) else [found.target, *modules]
+
+
+def test_the_contributors_map_gives_each_room_its_floor() -> None:
+    page = Path(__file__).resolve().parents[1] / "docs" / "contributing.md"
+    block = page.read_text(encoding="utf-8").split("<!-- layout-map -->\n```text\n", 1)[1]
+    rooms = re.finditer(r"^  (\w+)(?:\.py|/) .* floor (\d+)$", block.split("```", 1)[0], re.MULTILINE)
+    drawn = {match[1]: int(match[2]) for match in rooms}
+    assert drawn == FLOORS
 
 
 def test_every_room_has_a_floor() -> None:

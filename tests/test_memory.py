@@ -630,21 +630,20 @@ def test_the_async_variants(home: Path, memory: Path) -> None:
     assert done[6] == MemoryUsage(0, 0, 2200)
 
 
-def test_the_readme_example_runs_as_written(
+def test_the_guides_session_runs_as_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # The memory tool's guide: a model's session, then the SDK's types in the same home.
     root = Path(__file__).resolve().parents[1]
-    readme = (root / "README.md").read_text(encoding="utf-8")
-    blocks = [b.split("```", 1)[0] for b in readme.split("```python\n")[1:] if "memory_tool(home)" in b]
-    assert len(blocks) == 2  # the session, then the SDK's types, in the same home
-    comments = [line.strip()[2:] for line in blocks[0].splitlines() if line.strip().startswith("# ")]
-    printed = comments[comments.index("A tool call, as the model sends it:") + 1 :]
+    guide = (root / "docs" / "how-to" / "memory.md").read_text(encoding="utf-8")
+    session, typed = (part.split("```", 1)[0] for part in guide.split("```python\n")[1:3])
+    printed = guide.split('```text title="Output"\n', 1)[1].split("```", 1)[0]
     monkeypatch.chdir(root)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     namespace: dict[str, object] = {}
-    exec(compile(blocks[0], "README.md", "exec"), namespace)
-    assert capsys.readouterr().out == " ".join(printed) + "\n"
-    exec(compile(blocks[1], "README.md", "exec"), namespace)
+    exec(compile(session, "docs/how-to/memory.md", "exec"), namespace)
+    assert capsys.readouterr().out == printed
+    exec(compile(typed, "docs/how-to/memory.md", "exec"), namespace)
     home = namespace["home"]
     assert isinstance(home, str)
     assert compose(home).text.endswith(

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.reader_independent
 
 PROBE = (
     "import toolnexus.agents as a, toolnexus.agents._native as r;"
-    "print(a.ACCELERATED, r.reader.__name__, r.notifier and r.notifier.__name__)"
+    "print(a.ACCELERATED, a.NO_EXTENSIONS, r.reader.__name__, r.notifier and r.notifier.__name__)"
 )
 LINUX = sys.platform.startswith("linux")
 
@@ -36,13 +36,13 @@ def probe(value: str | None) -> str:
 @pytest.mark.parametrize("value", [None, "", "0"])
 def test_compiled_reader_is_the_default(value: str | None) -> None:
     notifier = "toolnexus.agents._native._notify" if LINUX else "None"
-    assert probe(value) == f"True toolnexus.agents._native._capread {notifier}"
+    assert probe(value) == f"True False toolnexus.agents._native._capread {notifier}"
 
 
 @pytest.mark.parametrize("value", ["1", "yes"])
 def test_environment_forces_the_pure_reader(value: str) -> None:
     notifier = "toolnexus.agents._native._notify_py" if LINUX else "None"
-    assert probe(value) == f"False toolnexus.agents._native._capread_py {notifier}"
+    assert probe(value) == f"False True toolnexus.agents._native._capread_py {notifier}"
 
 
 @pytest.mark.needs_compiled

@@ -9,11 +9,11 @@ report. Every entry point takes the same keyword options (``ComposeOptions``:
 hosts with many personas. ``memory_tool(dir)`` is the persona's memory: a
 tool a host or a model calls to add, replace and remove notes in
 ``MEMORY.md``, which the next soul holds. ``ACCELERATED`` is True when
-the compiled reader is in use.
+the compiled reader is in use; ``NO_EXTENSIONS`` when the environment
+variable ``TOOLNEXUS_SOUL_NO_EXTENSIONS`` switched it off.
 
 This module is the package's face: every public name is here, and the
-folders behind it hold one job each (``docs/decisions.md``, "The shape of
-the code").
+folders behind it hold one job each (``docs/decisions/rooms-on-floors.md``).
 """
 
 from ._cache import RACY_WINDOW_NS, CacheStats, NotificationError, SoulCache, Validate
@@ -34,7 +34,7 @@ from ._memory import (
     NoMatch,
     memory_tool,
 )
-from ._native import ACCELERATED
+from ._native import ACCELERATED, NO_EXTENSIONS
 from ._options import Budget, ComposeOptions, Keep
 from ._report import NEAR_LIMIT, FileReport, Soul
 from ._vocabulary import FileStatus, SymlinkPolicy
@@ -44,6 +44,7 @@ __all__ = [
     "BOOTSTRAP_ORDER",
     "MAX_BOOTSTRAP_FILE_BYTES",
     "NEAR_LIMIT",
+    "NO_EXTENSIONS",
     "RACY_WINDOW_NS",
     "AmbiguousMatch",
     "BootstrapFileError",

@@ -37,7 +37,9 @@ BOOTSTRAP_ORDER: Final = (
     "HEARTBEAT.md",
     "MEMORY.md",
 )
+"""The seven bootstrap names, in the order their sections take in the soul."""
 MAX_BOOTSTRAP_FILE_BYTES: Final = 2 * 1024 * 1024
+"""The cap: the most bytes of one file that go into the soul unless ``max_file_bytes`` says otherwise."""
 
 # Unicode White_Space: what Rust's str::trim and .NET's string.Trim remove.
 # Python's bare str.strip() would also take U+001C..U+001F, which must stay.

@@ -47,6 +47,7 @@ __all__ = [
 
 PathArg: TypeAlias = str | bytes | os.PathLike[str] | os.PathLike[bytes]
 Keep = Literal["head+tail", "head"]
+"""What a cut file keeps (``Budget.keep``): its start and its end around the marker, or its start."""
 
 # The compiled reader holds the cap in a Py_ssize_t and asks for cap + 1 bytes.
 MAX_CAP: Final = 2**63 - 2

@@ -20,8 +20,8 @@ from ._vocabulary import POLICIES, Cut, FileRead, FileStatus
 
 __all__ = ["NEAR_LIMIT", "FileReport", "Soul", "file_reports"]
 
-# A soul at this share of its budget's total or more is near its limit (Soul.near_limit).
 NEAR_LIMIT: Final = 0.85
+"""A soul at this share of its budget's total or more is near its limit (``Soul.near_limit``)."""
 
 
 class FileReport(NamedTuple):

@@ -56,6 +56,7 @@ class FileStatus(str, enum.Enum):
 
 
 SymlinkPolicy: TypeAlias = Literal["follow", "within", "refuse"]
+"""Which symlinks a bootstrap file may be reached through (``symlinks=``; the format, section 8)."""
 
 
 class Policy(NamedTuple):

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 __all__ = ["CacheStats", "NotificationError", "SoulCache", "Validate"]
 
 Validate = Literal["auto", "notify", "stat"]
+"""How a ``SoulCache`` notices a change: "auto", "notify" or "stat" (see ``SoulCache``)."""
 _VALIDATE: Final = ("auto", "notify", "stat")
 # Path types whose value cannot change (not subclasses: those might).
 _FIXED_PATHS: Final = frozenset(

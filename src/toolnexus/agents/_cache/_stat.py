@@ -23,6 +23,7 @@ __all__ = ["RACY_WINDOW_NS", "Signed", "signature"]
 # Two seconds covers the coarsest common timestamps (FAT keeps 2 s, HFS+ and
 # ext3 1 s) and the kernel's coarse clock on the rest.
 RACY_WINDOW_NS: Final = 2_000_000_000
+"""A soul whose files changed this close to its read (2 s, in ns) is read again by a ``stat`` cache."""
 
 # The wall clock that file timestamps are compared with (tests move it).
 _clock = time.time_ns

@@ -1,8 +1,6 @@
 """The native seam, chosen once at import: each compiled twin where it is built, else its pure one.
 
-``TOOLNEXUS_SOUL_NO_EXTENSIONS`` (not "" or "0") chooses the pure twins. The package calls the
-twins through ``reader`` and ``notifier`` (None without inotify), which the tests swap.
-"""
+The package calls the twins through ``reader`` and ``notifier`` (None without inotify): tests swap them."""
 
 from __future__ import annotations
 
@@ -14,6 +12,7 @@ from . import _capread_py
 from ._twins import Notifier, Reader
 
 NO_EXTENSIONS: Final = os.environ.get("TOOLNEXUS_SOUL_NO_EXTENSIONS", "") not in ("", "0")
+"""True when ``TOOLNEXUS_SOUL_NO_EXTENSIONS`` (not "" or "0") chose the pure twins, built or not."""
 
 
 def _twins() -> tuple[Reader, Notifier | None]:
@@ -38,3 +37,4 @@ def _twins() -> tuple[Reader, Notifier | None]:
 
 reader, notifier = _twins()
 ACCELERATED: Final = reader is not _capread_py
+"""True when the compiled reader is in use; False on the pure one (not built, or asked for)."""

@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator
 from typing import Final
 
-from .. import ACCELERATED, BootstrapFileError, Soul, compose, compose_many
+from .. import ACCELERATED, NO_EXTENSIONS, BootstrapFileError, Soul, compose, compose_many
 from ._output import Output, say, shown
 from ._parser import budget_of, usage_error
 from ._records import dir_fields, problem_line, record, table
@@ -28,16 +28,11 @@ EXIT_PROBLEM: Final = 1  # a DIR cannot be used, a file cannot be used, check --
 _BATCH: Final = 512  # homes composed between two writes and progress updates
 
 
-def _pure_asked() -> bool:
-    """Was the pure reader asked for? (The variable is read as the package reads it at import.)"""
-    return os.environ.get("TOOLNEXUS_SOUL_NO_EXTENSIONS", "") not in ("", "0")
-
-
 def reader_name() -> str:
     """Which reader is in use, and why when it is not the compiled one."""
     if ACCELERATED:
         return "compiled reader"
-    if _pure_asked():
+    if NO_EXTENSIONS:
         return "pure-Python reader, as TOOLNEXUS_SOUL_NO_EXTENSIONS asks"
     return "pure-Python reader: the compiled one is not built here"
 
@@ -107,7 +102,7 @@ def check(args: argparse.Namespace) -> int:
         if soul.cut_files or any(report.status.unusable for report in soul.files):
             status = EXIT_PROBLEM
         out.write(table(home, soul).encode())
-    if not ACCELERATED and not _pure_asked():
+    if not ACCELERATED and not NO_EXTENSIONS:
         say(f"note: {reader_name()}; composing is several times slower")
     return status
 

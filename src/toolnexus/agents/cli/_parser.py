@@ -33,7 +33,7 @@ __all__ = [
     "utf8_bytes",
 ]
 
-# The exit statuses, in the words of the README's table (a test holds them to it).
+# The exit statuses, in the words of docs/reference/command-line.md (a test holds them to it).
 STATUSES: Final = (
     ("0", "done (a batch whose --from-file list is empty: nothing composed, nothing written, not even OUT)"),
     (
@@ -77,12 +77,17 @@ def _table(statuses: tuple[tuple[str, str], ...]) -> str:
 
 EXIT_STATUSES: Final = _table(STATUSES)
 MEMORY_EXIT_STATUSES: Final = _table(MEMORY_STATUSES)
-_NAMES: Final = """\
+# An installed command has no docs/ beside it: say where they are, and what it has.
+_WHERE: Final = """\
+The format and every option are described in the project's documentation
+(docs/ in its source distribution); python -m pydoc toolnexus.agents shows
+the library's own.
+"""
+_NAMES: Final = f"""\
 Names are shown with every byte kept: in text output a byte outside valid
 UTF-8, and a control character, shows as \\xNN (or \\uNNNN), and a backslash
-as \\\\; in JSON, "dir" holds that text and "dir_b64" the exact bytes. The
-format is described in docs/format.md.
-"""
+as \\\\; in JSON, "dir" holds that text and "dir_b64" the exact bytes.
+{_WHERE}"""
 EPILOG: Final = f"""\
 symlink policies (--symlinks):
   follow   follow symlinks anywhere (the default; for a host's own files)
@@ -105,9 +110,8 @@ indented lines under it; everything else in the file is kept byte for byte.
 {MEMORY_EXIT_STATUSES}
 Names and entries are shown with every byte kept: a byte outside valid
 UTF-8 shows as U+FFFD in an entry and as \\xNN in a name, a control
-character as \\xNN (or \\uNNNN), and a backslash as \\\\. The format is
-described in docs/format.md.
-"""
+character as \\xNN (or \\uNNNN), and a backslash as \\\\.
+{_WHERE}"""
 
 
 MCP_EPILOG: Final = """\

@@ -58,7 +58,7 @@ def _kept(report: FileReport) -> str:
         return f"all {report.kept:,}"
     if report.left_out is not None:
         return f"{report.kept:,} of {report.kept + report.left_out:,}"
-    return f"{report.kept:,}, {report.left_out_bytes or 0:,} B left out"
+    return f"{report.kept:,} ({report.left_out_bytes or 0:,} B left out)"
 
 
 def _state(report: FileReport, soul: Soul) -> str:
