@@ -113,11 +113,14 @@ class Budget:
 class ComposeOptions(TypedDict, total=False):
     """The options of a composition, as every entry point takes them: by keyword, each optional.
 
-    ``max_file_bytes`` caps each file's bytes; ``symlinks`` says which
-    symlinks a file may be reached through; ``strict`` raises for a file that
-    exists but cannot be used; ``files`` names the files to compose, in
-    order; ``budget`` fits the soul to a ``Budget``. A host may keep a set of
-    options as a ``ComposeOptions`` and pass it as ``**options``.
+    ``max_file_bytes`` (default 2,097,152: 2 MB) caps each file's bytes;
+    ``symlinks`` (``"follow"``) says which symlinks a file may be reached
+    through; ``strict`` (False) raises for a file that exists but cannot be
+    used; ``files`` (None: ``BOOTSTRAP_ORDER``) names the files to compose,
+    in order; ``budget`` (None) fits the soul to a ``Budget``. The entry
+    points show them to ``inspect.signature`` and ``help()`` one by one. A
+    host may keep a set of options as a ``ComposeOptions`` and pass it as
+    ``**options``.
     """
 
     max_file_bytes: int
