@@ -20,7 +20,7 @@ import os
 import re
 import sys
 import typing
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import lru_cache
@@ -266,15 +266,27 @@ def check_options(given: Mapping[str, object], where: str) -> Options:
     """
     if not given:  # the common case first: defaults, checked once at import
         return _DEFAULT_OPTIONS
+    try:
+        return _checked(**given)
+    except TypeError:  # unhashable, unknown or wrong: checked again uncached, to raise the right error
+        pass
     if not _OPTION_NAMES.issuperset(given):
         unknown = next(name for name in given if name not in _OPTION_NAMES)
         raise TypeError(f"{where}() got an unexpected keyword argument {unknown!r}")
-    # In the declared order: the defaults' keys come first, and keep their place.
-    values = {**DEFAULTS, **given}.values()
-    try:
-        return _checked(*values)
-    except TypeError:  # unhashable, or wrong: checked again uncached, to raise the right error
-        return _check_options(*values)
+    return _check_options(*_in_order(given))
+
+
+def _in_order(given: Mapping[str, object]) -> Iterable[object]:
+    """Every option's value, given or default, in the declared order (the defaults' keys keep their place)."""
+    return {**DEFAULTS, **given}.values()
+
+
+@lru_cache(maxsize=256, typed=True)  # typed: True must not pass for 1 (equal, with equal hashes)
+def _checked(**given: Hashable) -> Options:
+    """``check_options`` of options seen before: a host passes the same few again and again."""
+    if not _OPTION_NAMES.issuperset(given):
+        raise TypeError("an unknown option")  # check_options raises Python's own words
+    return _check_options(*_in_order(given))
 
 
 def _check_options(
@@ -289,9 +301,6 @@ def _check_options(
     return Options(cap, policy, strict, names, encoded, layout(names, cap), budget)
 
 
-# A host passes the same few options again and again. typed=True keeps True
-# from passing for 1 (equal and with equal hashes, but not an int option).
-_checked = lru_cache(maxsize=256, typed=True)(_check_options)
 _OPTION_NAMES: Final = frozenset(DEFAULTS)
 _DEFAULT_OPTIONS: Final = _check_options(*DEFAULTS.values())
 

@@ -114,22 +114,28 @@ class SoulCache:
         as ``compose`` would).
         """
         # A warm call costs about two microseconds, so the arguments of calls
-        # seen before are not checked again: they map straight to their key.
-        # (True == 1 == 1.0: the types of the options that could pass so are
-        # checked, so that True still fails the check.) A relative path is
-        # remembered with the working directory it was made absolute in: a
-        # chdir leads it elsewhere.
-        call = (dir, *options.items())
+        # seen before are not checked again: they map straight to their key,
+        # the path itself without options, else the path, the options' names
+        # and their values. (True == 1 == 1.0: the types of the options that
+        # could pass so are checked, so that True still fails the check.) A
+        # relative path is remembered with the working directory it was made
+        # absolute in: a chdir leads it elsewhere.
+        call: object = dir
         known = None
-        try:
-            if not options or (
+        if options:
+            call = (dir, *options, *options.values())
+            exact = (
                 type(options.get("max_file_bytes", 0)) is int and type(options.get("strict", False)) is bool
-            ):
+            )
+        else:
+            exact = True
+        if exact and type(dir) in _FIXED_PATHS:  # only such calls are remembered (see _remember)
+            try:
                 known = self._calls.get(call)
-                if known is None and type(dir) in _FIXED_PATHS and not _absolute(dir):
+                if known is None and not _absolute(dir):
                     known = self._calls.get((call, os.getcwdb()))
-        except TypeError:  # unhashable (files as a list): checked on every call
-            known = None
+            except TypeError:  # unhashable (files as a list): checked on every call
+                known = None
         if known is None:
             where = b"" if _absolute(dir) else os.getcwdb()
             path = home_path(dir)
@@ -142,7 +148,7 @@ class SoulCache:
             (soul,) = self._compose_missing([known.home], known.options)
         return delivered(known.path, soul, known.options)
 
-    def _remember(self, dir: PathArg, call: tuple[object, ...], known: Call, where: bytes) -> None:
+    def _remember(self, dir: PathArg, call: object, known: Call, where: bytes) -> None:
         """Map a checked call to its key, if it can be: hashable, its path a fixed value.
 
         A relative path goes under the call and ``where``, the working
