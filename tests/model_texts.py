@@ -22,14 +22,15 @@ SCHEMA = {
             "description": "add a new entry, replace an entry, or remove one",
         },
         "content": {
-            "type": "string",
-            "description": "add: the new entry; replace: the entry's new text. One paragraph, short.",
+            "anyOf": [{"type": "string"}, {"type": "null"}],
+            "description": "add: the new entry; replace: the entry's new text. One paragraph, short."
+            " null for remove.",
         },
         "old_text": {
-            "type": "string",
-            "description": "replace, remove: a short piece of text found in exactly one entry",
+            "anyOf": [{"type": "string"}, {"type": "null"}],
+            "description": "replace, remove: a short piece of text found in exactly one entry; null for add.",
         },
     },
-    "required": ["action"],
+    "required": ["action", "content", "old_text"],
     "additionalProperties": False,
 }

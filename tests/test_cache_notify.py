@@ -11,6 +11,7 @@ import asyncio
 import errno
 import gc
 import os
+import select
 import subprocess
 import sys
 import threading
@@ -596,3 +597,24 @@ def test_notify_without_inotify_is_refused(monkeypatch: pytest.MonkeyPatch) -> N
         SoulCache(validate="notify")
     assert str(caught.value) == f"validate='notify' needs inotify, which {sys.platform} does not have"
     assert SoulCache().validate == "auto"
+
+
+def test_its_descriptor_is_readable_exactly_while_a_change_waits(home: Path, write: Writer) -> None:
+    def readable(fd: int) -> bool:
+        return bool(select.select([fd], [], [], 0)[0])
+
+    with SoulCache() as cache, SoulCache(validate="stat") as stat:
+        assert cache.fileno() == stat.fileno() == -1  # no queue yet; and never one, by stat
+        write("SOUL.md", "calm")
+        first = cache.compose(home)
+        fd = cache.fileno()
+        assert fd >= 0
+        assert not readable(fd)
+        write("SOUL.md", "curious")
+        assert readable(fd)  # queued before the write returned
+        assert cache.compose(home).text == "## SOUL.md\n\ncurious" != first.text
+        assert not readable(fd)  # the compose took the change in
+        stat.compose(home)
+        assert stat.fileno() == -1
+        cache.clear()
+        assert cache.fileno() == -1

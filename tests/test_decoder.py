@@ -90,6 +90,7 @@ def run_harness(compiler: list[str], runner: list[str], tmp_path: Path) -> str:
     return done.stdout
 
 
+@pytest.mark.slow  # a C build and 18 million decodes: seconds, for code that changes rarely
 @pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the harness is built for Linux")
 def test_vector_paths_match_the_scalar_one(tmp_path: Path) -> None:

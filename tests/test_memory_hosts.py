@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from model_texts import DESCRIPTION
+from model_texts import DESCRIPTION, SCHEMA
 from toolnexus.agents import memory_tool
 
 pytestmark = pytest.mark.reader_independent
@@ -28,28 +28,6 @@ pydantic = pytest.importorskip("pydantic")
 anthropic_types = pytest.importorskip("anthropic.types")
 openai_chat = pytest.importorskip("openai.types.chat")
 openai_responses = pytest.importorskip("openai.types.responses")
-
-STRICT_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "action": {
-            "type": "string",
-            "enum": ["add", "replace", "remove"],
-            "description": "add a new entry, replace an entry, or remove one",
-        },
-        "content": {
-            "type": ["string", "null"],
-            "description": "add: the new entry; replace: the entry's new text. One paragraph, short."
-            " null for remove.",
-        },
-        "old_text": {
-            "type": ["string", "null"],
-            "description": "replace, remove: a short piece of text found in exactly one entry; null for add.",
-        },
-    },
-    "required": ["action", "content", "old_text"],
-    "additionalProperties": False,
-}
 
 
 def test_the_responses_api_shape_is_flat(home: Path) -> None:
@@ -66,13 +44,13 @@ def test_the_responses_api_shape_is_flat(home: Path) -> None:
 
 def test_strict_mode_requires_every_property_and_allows_null(home: Path) -> None:
     tool = memory_tool(home)
-    assert tool.parameters(strict=True) == STRICT_SCHEMA
+    assert tool.parameters(strict=True) == tool.parameters() == SCHEMA
     assert tool.definition("openai", strict=True) == {
         "type": "function",
         "function": {
             "name": "memory",
             "description": DESCRIPTION,
-            "parameters": STRICT_SCHEMA,
+            "parameters": SCHEMA,
             "strict": True,
         },
     }
@@ -80,13 +58,13 @@ def test_strict_mode_requires_every_property_and_allows_null(home: Path) -> None
         "type": "function",
         "name": "memory",
         "description": DESCRIPTION,
-        "parameters": STRICT_SCHEMA,
+        "parameters": SCHEMA,
         "strict": True,
     }
     assert tool.definition("anthropic", strict=True) == {
         "name": "memory",
         "description": DESCRIPTION,
-        "input_schema": STRICT_SCHEMA,
+        "input_schema": SCHEMA,
         "strict": True,
     }
 

@@ -36,9 +36,10 @@ def starved(call: Callable[[], object], free: int = 1) -> tuple[str, object]:
     """
 
     def use_up_descriptors() -> None:
-        # No collection in the child from here: a finalizer closing a
-        # descriptor inherited from the parent would hand the call one more.
-        gc.collect()
+        # No collection in the child: a finalizer closing a descriptor
+        # inherited from the parent would hand the call one more. (Nor one
+        # before: it costs a walk of the whole heap, and garbage that holds
+        # a descriptor only holds one the loop below need not open.)
         gc.disable()
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(256, soft), hard))

@@ -70,7 +70,8 @@ def test_the_fork_workflow_is_the_gate_ci_is() -> None:
     assert found["dist"][-1] == "bash .ci/check-dist dist/*.whl dist/*.tar.gz"
     assert found["no-compiler"][-1] == "bash .ci/check-build-fallback"
     assert found["docs"] == ["PYTHON=python bash .ci/docs"]
-    for script in ("sanitize", "check-dist", "check-build-fallback"):
+    assert found["mcp-generations"][-1] == "bash .ci/mcp-generations dist/*.whl"
+    for script in ("sanitize", "check-dist", "check-build-fallback", "mcp-generations"):
         assert f"bash .ci/{script}" in ci
 
 

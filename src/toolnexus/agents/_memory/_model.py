@@ -127,12 +127,16 @@ def description(tool: Tool) -> str:
 
 
 def parameters(strict: bool = False) -> dict[str, object]:
-    """The JSON Schema of the tool's arguments; with ``strict``, as OpenAI's strict mode takes it.
+    """The JSON Schema of the tool's arguments, one for every host (``strict`` changes nothing in it).
 
-    Strict: every property required, the ones an action does not use given
-    as ``null``, no other property.
+    Every property required, the text an action does not use given as
+    ``null``, no other property: OpenAI's strict mode and strict converters
+    (openai-agents') take it as it is, and a model, or a test model that
+    fills in what is required, can express every call with no stand-in
+    value. ``null`` is an ``anyOf`` branch, not a list of types, which
+    some schema walkers do not take.
     """
-    text: dict[str, object] = {"type": ["string", "null"]} if strict else {"type": "string"}
+    text: dict[str, object] = {"anyOf": [{"type": "string"}, {"type": "null"}]}
     return {
         "type": "object",
         "properties": {
@@ -144,15 +148,15 @@ def parameters(strict: bool = False) -> dict[str, object]:
             "content": {
                 **text,
                 "description": "add: the new entry; replace: the entry's new text. One paragraph, short."
-                + (" null for remove." if strict else ""),
+                " null for remove.",
             },
             "old_text": {
                 **text,
-                "description": "replace, remove: a short piece of text found in exactly one entry"
-                + ("; null for add." if strict else ""),
+                "description": "replace, remove: a short piece of text found in exactly one entry;"
+                " null for add.",
             },
         },
-        "required": list(_FIELDS) if strict else ["action"],
+        "required": list(_FIELDS),
         "additionalProperties": False,
     }
 

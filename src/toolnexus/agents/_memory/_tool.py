@@ -244,7 +244,7 @@ class MemoryTool:
         return _model.description(self)
 
     def parameters(self, strict: bool = False) -> dict[str, object]:
-        """The JSON Schema of the tool's arguments; ``strict`` as OpenAI's strict mode wants it."""
+        """The JSON Schema of the tool's arguments: as OpenAI's strict mode wants it, whatever ``strict``."""
         return _model.parameters(strict)
 
     @overload

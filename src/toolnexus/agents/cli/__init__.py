@@ -63,7 +63,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             where = f"{shown(exc.filename)}: " if isinstance(exc.filename, (str, bytes)) else ""
             say(f"{where}{exc.strerror or exc}")
             return _commands.EXIT_PROBLEM
-        if sys.stdout is not None:  # None: closed at start-up (a command's Output says so)
+        # None: closed at start-up (a command's Output says so); closed: by the MCP SDK 1.x, done with it.
+        if sys.stdout is not None and not sys.stdout.closed:
             sys.stdout.flush()  # what argparse printed (help, usage) is written, or fails, here
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED

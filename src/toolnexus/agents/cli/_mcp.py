@@ -1,8 +1,8 @@
 """``toolnexus-soul mcp DIR``: one persona home served over the Model Context Protocol, on stdio.
 
-Built on the official MCP SDK (``pip install 'toolnexus-soul[mcp]'``), with
-its low-level server, so that what a host sees is exactly what the library
-gives:
+Built on the official MCP SDK (``pip install 'toolnexus-soul[mcp]'``),
+either generation (1.x, 2.x), with its low-level server (``_mcp_sdk``), so
+that what a host sees is exactly what the library gives (``_mcp_home``):
 
 - **tools**: the memory tool of each ``--file`` (``MEMORY.md`` when none
   is given), with ``MemoryTool.definition``'s name, description and schema;
@@ -12,12 +12,11 @@ gives:
 - **a prompt**, ``soul``: the soul as composed at that moment, with an
   optional ``budget`` (characters; ``--budget`` when not given);
 - **resources**: the soul (``soul://soul``), and each of its files present
-  (``soul://file/NAME``: its whole body, as the soul holds it unbudgeted).
+  (``soul://file/NAME``, also as the template ``soul://file/{name}``, whose
+  names complete), live: a client that subscribes (or listens, on
+  2026-07-28) is told of every change (``_mcp_live``).
 
-The soul served is the bootstrap files and then each ``--file`` that is not
-one of them, so that a memory a tool says is in the prompt is. Every read
-composes afresh: a change made through a tool shows in the next read of the
-prompt or of the soul. Errors a client causes are MCP errors, never a
+Every read composes afresh. Errors a client causes are MCP errors, never a
 traceback; the command itself ends as every command does (one line, status
 1, 130 at Ctrl-C, 141 when its reader goes away).
 """
@@ -27,41 +26,40 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import logging
 import os
-import re
 import signal
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import Final
 
-from .. import BOOTSTRAP_ORDER, Budget, MemoryTool, Soul, SymlinkPolicy, __version__, compose, memory_tool
+from .. import __version__
+from ._commands import said
+from ._mcp_home import Home
 from ._output import from_bytes_not_utf8, quiet_stdout, say, shown
 from ._parser import usage_error
-
-if TYPE_CHECKING:
-    import mcp_types as types
-    from mcp.server.context import ServerRequestContext
 
 __all__ = ["EXIT_NO_SDK", "add_arguments", "run"]
 
 EXIT_NO_SDK: Final = 1
 _EXIT_INTERRUPTED: Final = 130
 _EXIT_PIPE: Final = 141
-_BUDGET: Final = re.compile(r"[1-9][0-9]*")  # ASCII digits, as JSON writes a whole number
-_ECHO: Final = 40  # characters of a client's text echoed in an error
-SOUL_URI: Final = "soul://soul"
-FILE_URI: Final = "soul://file/"
 _INSTALL: Final = "the mcp command needs the MCP SDK: pip install 'toolnexus-soul[mcp]'"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The arguments of ``mcp``: DIR, the memory files to serve, a budget, the symlink policy."""
+    """The arguments of ``mcp``: DIR, the memory files served and their limit, a budget, the symlinks."""
     parser.add_argument("dir", metavar="DIR", help="a persona's directory: its home, served over stdio")
     parser.add_argument(
         "--file",
         action="append",
         metavar="NAME",
         help="a memory file of DIR to serve as a tool (default: MEMORY.md; the option may be given again)",
+    )
+    parser.add_argument(
+        "--limit",
+        type=int,
+        metavar="N",
+        help="the most characters each memory file may hold (default: 2,200; 1,375 for USER.md)",
     )
     parser.add_argument(
         "--budget", type=int, metavar="N", help="fit the soul to N characters, unless the prompt says"
@@ -74,63 +72,42 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-class Home:
-    """What the server serves of one home: its soul, its files, its memory tools."""
-
-    def __init__(self, home: str, tools: Sequence[MemoryTool], budget: int | None, symlinks: str) -> None:
-        self.home = home
-        self.tools = {tool.name: tool for tool in tools}
-        self.budget = budget
-        self.symlinks = cast(SymlinkPolicy, symlinks)  # one of argparse's choices
-        # The bootstrap files, then the memory files that are not one of them:
-        # a memory whose tool says it is in the prompt is in the prompt.
-        self.files = (*BOOTSTRAP_ORDER, *(t.file for t in tools if t.file not in BOOTSTRAP_ORDER))
-
-    def soul(self, total: int | None = None) -> Soul:
-        total = self.budget if total is None else total
-        budget = None if total is None else Budget(total=total)
-        return compose(self.home, symlinks=self.symlinks, files=self.files, budget=budget)
-
-    def file(self, name: str) -> str | None:
-        """A file's whole body as the soul holds it (no budget); None when it is not present."""
-        if name not in self.files:
-            return None
-        soul = compose(self.home, symlinks=self.symlinks, files=[name])
-        return soul.text.removeprefix(f"## {name}\n\n") if soul.found else None
-
-
 def run(args: argparse.Namespace) -> int:
     """Serve DIR until the client closes stdin; 1 without the SDK, or when DIR cannot be served."""
-    if args.budget is not None and args.budget < 1:
-        usage_error(args, f"argument --budget: must be 1 or more, not {args.budget}")
+    for option in ("--budget", "--limit"):
+        value = getattr(args, option[2:])
+        if value is not None and value < 1:
+            usage_error(args, f"argument {option}: must be 1 or more, not {value}")
     files = args.file or ["MEMORY.md"]
     for name in files:
         if from_bytes_not_utf8(name):
             usage_error(args, f"argument --file: must be UTF-8 text, not {shown(name)}")
     try:
-        tools = [memory_tool(args.dir, file=name) for name in files]
-    except ValueError as exc:
+        home = Home(args.dir, files, args.limit, args.budget, args.symlinks)
+    except ValueError as exc:  # a name, checked before DIR is looked at
         usage_error(args, f"argument --file: {exc}")
     except OSError as exc:
-        say(f"{shown(args.dir)}: {exc.strerror or exc}")
+        say(f"{shown(args.dir)}: {said(exc)}")
         return 1
-    names = [tool.name for tool in tools]
-    if len(set(names)) != len(names):
-        usage_error(args, f"argument --file: two files would be tools of one name: {', '.join(names)}")
     try:
-        return _serve(Home(args.dir, tools, args.budget, args.symlinks))
+        return _serve(home)
     finally:
-        for tool in tools:
-            tool.close()
+        home.close()
 
 
 def _serve(home: Home) -> int:
     """Serve ``home`` on stdio with the SDK; the exit status."""
+    for stream, what in ((sys.stdin, "read standard input"), (sys.stdout, "write to standard output")):
+        if stream is None:  # closed before the command started (<&-, >&-)
+            say(f"cannot {what}: {os.strerror(errno.EBADF)}")
+            return 1
     import asyncio  # noqa: PLC0415 - only the server runs a loop: other commands start without it
 
     try:
         import anyio  # noqa: PLC0415 - the SDK is an extra: looked for only when it is asked for
         from mcp.server.stdio import stdio_server  # noqa: PLC0415
+
+        from ._mcp_sdk import server  # noqa: PLC0415
     except ModuleNotFoundError as exc:
         if (exc.name or "").partition(".")[0] not in ("mcp", "mcp_types", "anyio"):
             raise
@@ -139,11 +116,11 @@ def _serve(home: Home) -> int:
     except ImportError as exc:  # installed, but broken
         say(f"the MCP SDK could not be imported: {exc}")
         return EXIT_NO_SDK
-    for stream, what in ((sys.stdin, "read standard input"), (sys.stdout, "write to standard output")):
-        if stream is None:  # closed before the command started (<&-, >&-)
-            say(f"cannot {what}: {os.strerror(errno.EBADF)}")
-            return 1
-    server = _server(home)
+    # The SDK logs what it refuses (a request it cannot validate, a client gone mid-answer),
+    # 1.x through the root logger: a server on stdio says nothing on standard error but the
+    # one line of its end. The process is the command's: its logging is the command's to set.
+    logging.getLogger().addHandler(logging.NullHandler())
+    served, _ = server(home, __version__)
     # Ctrl-C ends the server at once: the stdin reader is a thread that no
     # cancellation reaches, and the memory tool's writes are safe to stop.
     signal.signal(signal.SIGINT, _interrupted)
@@ -154,7 +131,7 @@ def _serve(home: Home) -> int:
         with contextlib.suppress(NotImplementedError):  # Windows: the plain handler above
             asyncio.get_running_loop().add_signal_handler(signal.SIGINT, _interrupted, signal.SIGINT, None)
         async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+            await served.run(read, write, served.create_initialization_options())
 
     try:
         st = os.fstat(sys.stdout.fileno())
@@ -217,130 +194,3 @@ def _ended(exc: BaseException) -> int:
     else:
         say(f"the MCP server stopped: {type(exc).__name__}: {exc}")
     return 1
-
-
-def _server(home: Home) -> Any:
-    """The MCP server of ``home``: its handlers, on the SDK's low-level server."""
-    import anyio.to_thread  # noqa: PLC0415 - the SDK is an extra
-    import mcp_types as types  # noqa: PLC0415
-    from mcp.server import Server  # noqa: PLC0415
-    from mcp.shared.exceptions import MCPError  # noqa: PLC0415
-    from mcp_types import INVALID_PARAMS  # noqa: PLC0415
-
-    async def list_tools(ctx: ServerRequestContext[Any], params: object) -> types.ListToolsResult:
-        return types.ListToolsResult(
-            tools=[
-                types.Tool(name=name, description=tool.description(), input_schema=tool.parameters())
-                for name, tool in home.tools.items()
-            ]
-        )
-
-    async def call_tool(
-        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
-        tool = home.tools.get(params.name)
-        if tool is None:
-            known = ", ".join(home.tools)
-            text = f"there is no tool {_echo(params.name)} here: the tools are {known}"
-            return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
-        arguments = dict(params.arguments or {})
-        result = await anyio.to_thread.run_sync(tool.call, arguments)
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=result["message"])],
-            structured_content=dict(result),
-            is_error=not result["ok"],
-        )
-
-    async def list_prompts(ctx: ServerRequestContext[Any], params: object) -> types.ListPromptsResult:
-        budget = types.PromptArgument(
-            name="budget", description="fit the soul to this many characters (a whole number)", required=False
-        )
-        return types.ListPromptsResult(
-            prompts=[
-                types.Prompt(
-                    name="soul",
-                    description="The persona's system prompt (its soul), composed from its home now",
-                    arguments=[budget],
-                )
-            ]
-        )
-
-    async def get_prompt(
-        ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
-    ) -> types.GetPromptResult:
-        if params.name != "soul":
-            raise MCPError(
-                INVALID_PARAMS, f"there is no prompt {_echo(params.name)} here: the prompt is 'soul'"
-            )
-        total = _budget((params.arguments or {}).get("budget"), MCPError, INVALID_PARAMS)
-        soul = await anyio.to_thread.run_sync(home.soul, total)
-        return types.GetPromptResult(
-            description="The persona's system prompt: give it to the model as its system prompt",
-            messages=[
-                types.PromptMessage(role="user", content=types.TextContent(type="text", text=soul.text))
-            ],
-        )
-
-    async def list_resources(ctx: ServerRequestContext[Any], params: object) -> types.ListResourcesResult:
-        soul = await anyio.to_thread.run_sync(home.soul)
-        resources = [
-            types.Resource(
-                name="soul",
-                uri=SOUL_URI,
-                description="the persona's soul, composed now",
-                mime_type="text/markdown",
-            )
-        ]
-        resources += [
-            types.Resource(
-                name=name,
-                uri=FILE_URI + name,
-                description=f"{name}, as the soul holds it",
-                mime_type="text/markdown",
-            )
-            for name in soul.found
-        ]
-        return types.ListResourcesResult(resources=resources)
-
-    async def read_resource(
-        ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
-    ) -> types.ReadResourceResult:
-        uri = str(params.uri)
-        if uri == SOUL_URI:
-            text: str | None = (await anyio.to_thread.run_sync(home.soul)).text
-        elif uri.startswith(FILE_URI):
-            text = await anyio.to_thread.run_sync(home.file, uri[len(FILE_URI) :])
-        else:
-            text = None
-        if text is None:
-            raise MCPError(INVALID_PARAMS, f"there is no resource {_echo(uri)} here")
-        return types.ReadResourceResult(
-            contents=[types.TextResourceContents(uri=uri, mime_type="text/markdown", text=text)]
-        )
-
-    return Server(
-        "toolnexus-soul",
-        version=__version__,
-        instructions="A persona's home: its soul as a prompt and as resources, its memory as tools.",
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-        on_list_prompts=list_prompts,
-        on_get_prompt=get_prompt,
-        on_list_resources=list_resources,
-        on_read_resource=read_resource,
-    )
-
-
-def _budget(value: object, error: type[Exception], code: int) -> int | None:
-    """A prompt's ``budget`` argument (MCP sends text): a whole number of characters, or None if not given."""
-    if value is None or value == "":
-        return None
-    if isinstance(value, str) and _BUDGET.fullmatch(value):
-        return int(value)
-    raise error(code, f"budget must be a whole number of characters, 1 or more, not {_echo(value)}")
-
-
-def _echo(value: object) -> str:
-    """A client's text in an error: quoted, cut to 40 characters."""
-    text = str(value)
-    return repr(text if len(text) <= _ECHO else text[: _ECHO - 1] + "…")

@@ -117,9 +117,11 @@ character as \\xNN (or \\uNNNN), and a backslash as \\\\.
 MCP_EPILOG: Final = """\
 Serves the memory tool of each --file, the soul as the prompt "soul" (with
 an optional budget, in characters), and the soul and each of its files
-present as resources (soul://soul, soul://file/NAME), until the client
-closes standard input. The soul is the bootstrap files, then each --file
-that is not one of them. pip install 'toolnexus-soul[mcp]' installs the SDK.
+present as resources (soul://soul, soul://file/NAME, and the template
+soul://file/{name}), until the client closes standard input. The soul is
+the bootstrap files, then each --file that is not one of them. Resources
+are live: a client that subscribes is told of every change, whoever made
+it. pip install 'toolnexus-soul[mcp]' installs the SDK (mcp 1.x or 2.x).
 
 exit status:
   0    the client closed the connection
