@@ -120,15 +120,11 @@ class SoulCache:
         # could pass so are checked, so that True still fails the check.) A
         # relative path is remembered with the working directory it was made
         # absolute in: a chdir leads it elsewhere.
-        call: object = dir
+        call: object = (dir, *options, *options.values()) if options else dir
+        exact = not options or (
+            type(options.get("max_file_bytes", 0)) is int and type(options.get("strict", False)) is bool
+        )
         known = None
-        if options:
-            call = (dir, *options, *options.values())
-            exact = (
-                type(options.get("max_file_bytes", 0)) is int and type(options.get("strict", False)) is bool
-            )
-        else:
-            exact = True
         if exact and type(dir) in _FIXED_PATHS:  # only such calls are remembered (see _remember)
             try:
                 known = self._calls.get(call)
