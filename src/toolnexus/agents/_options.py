@@ -204,8 +204,8 @@ def _check_policy(symlinks: object) -> Policy:
     if policy is None or not policy.public:
         words = ", ".join(map(repr, _PUBLIC_POLICIES[:-1])) + f" or {_PUBLIC_POLICIES[-1]!r}"
         raise ValueError(f"symlinks must be {words}, got {symlinks!r}")
-    # The policy's own word, not a subclass of str that equals it, goes on:
-    # the reader's comparisons and a report's value stay plain.
+    # The policy, whose word is the plain constant (not a subclass of str
+    # that equals it): the reader's comparisons and a report's value stay plain.
     return policy
 
 
@@ -318,9 +318,8 @@ def takes_options(function: _F) -> _F:
     signature = inspect.signature(function)
     (keywords,) = (p for p in signature.parameters.values() if p.kind is inspect.Parameter.VAR_KEYWORD)
     kept = [p for p in signature.parameters.values() if p is not keywords]
-    shown = cast(
-        "Any", function
-    )  # a function's introspection attributes are writable; Callable's type says not
+    # A function's introspection attributes are writable, which Callable's type does not say.
+    shown = cast("Any", function)
     shown.__signature__ = signature.replace(parameters=[*kept, *_PARAMETERS])
     hints = {name: hint for name, hint in function.__annotations__.items() if name != keywords.name}
     shown.__annotations__ = {**hints, **_HINTS}
