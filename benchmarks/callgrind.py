@@ -2,12 +2,22 @@
 
 Runs a fixed small workload (composing 200 typical homes 5 times) under
 ``valgrind --tool=callgrind`` once per reader and prints the instructions
-executed by the whole process, minus the same process doing everything but
-the composing (start-up, imports, data generation). Counts are repeatable
-for the same build, inputs and environment, whatever else the machine does.
+executed by the composing alone, per soul: callgrind collects only while
+the workload's loop runs (``--toggle-collect`` of the ``functools.reduce``
+that calls it, which the package never calls), so that start-up, imports
+and data generation, whose counts vary by millions from one process to the
+next, count for nothing. Counts are repeatable for the same build, inputs
+and environment, whatever else the machine does.
 
     python benchmarks/callgrind.py            # needs valgrind on PATH
     python benchmarks/callgrind.py --reader compiled
+    python benchmarks/callgrind.py --call compose --call compose-options
+
+``--call`` chooses what each home is composed with (``compose_soul(d)`` by
+default): ``compose(d)``; ``compose(d).files``, with its reports made;
+``compose`` given its options (their default values), which is the path of
+a host that passes any; or a warm hit of a notified ``SoulCache``, without
+options and with them.
 """
 
 from __future__ import annotations
@@ -26,33 +36,52 @@ WORKLOAD = """
 import sys
 sys.path.insert(0, {here!r})
 sys.path.insert(0, {tests!r})
+import functools
 from pathlib import Path
 from scenarios import make_typical
-from toolnexus.agents import compose_soul
+from toolnexus.agents import SoulCache, compose, compose_soul
 from twins import use
 dirs = make_typical(Path({root!r}), 200)
 use({reader!r})
-if {compose}:
+cache = SoulCache(validate="notify")
+{setup}
+def measured(_, __):
     for _ in range(5):
         for d in dirs:
-            compose_soul(d)
+            {call}
+functools.reduce(measured, [None], None)
 """
+# What each home is composed with, by --call; and what is done first, uncounted.
+_OPTIONS = "max_file_bytes=2 * 1024 * 1024, symlinks='follow', strict=False"
+CALLS = {
+    "compose_soul": ("pass", "compose_soul(d)"),
+    "compose": ("pass", "compose(d)"),
+    "compose-files": ("pass", "compose(d).files"),
+    "compose-options": ("pass", f"compose(d, {_OPTIONS})"),
+    # Warm hits of a notified cache (its own instructions: the kernel's are not counted).
+    "cache-hit": ("for d in dirs: cache.compose(d)", "cache.compose(d)"),
+    "cache-hit-options": (f"for d in dirs: cache.compose(d, {_OPTIONS})", f"cache.compose(d, {_OPTIONS})"),
+}
 
 
-def instructions(reader: str, compose: bool) -> int:
+def instructions(reader: str, call: str = "compose_soul") -> int:
+    """The instructions of the workload's loop (1,000 souls)."""
     with tempfile.TemporaryDirectory(prefix="tns-cg-") as tmp:
         script = WORKLOAD.format(
             here=str(HERE),
             tests=str(HERE.parent / "tests"),
             root=str(Path(tmp, "data")),
             reader=reader,
-            compose=compose,
+            setup=CALLS[call][0],
+            call=CALLS[call][1],
         )
         done = subprocess.run(
             [
                 "valgrind",
                 "--tool=callgrind",
                 f"--callgrind-out-file={os.devnull}",
+                "--collect-atstart=no",
+                "--toggle-collect=functools_reduce",
                 sys.executable,
                 "-c",
                 script,
@@ -77,13 +106,22 @@ def main() -> None:
         choices=("compiled", "pure"),
         help="only this reader (may be given twice)",
     )
+    parser.add_argument(
+        "--call", action="append", choices=tuple(CALLS), help="what to compose with (may be given again)"
+    )
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not on PATH")
-    print(f"{'reader':<9} {'instructions per soul':>22}")
+    # Imported once untimed, so that no run pays for compiling a changed module.
+    paths = [str(HERE), str(HERE.parent / "tests")]
+    subprocess.run(
+        [sys.executable, "-c", f"import sys; sys.path[:0] = {paths!r}; import scenarios, twins"], check=True
+    )
+    print(f"{'reader':<9} {'call':<16} {'instructions per soul':>22}")
     for reader in args.reader or ("compiled", "pure"):
-        total = instructions(reader, True) - instructions(reader, False)
-        print(f"{reader:<9} {total / 1000:>22,.0f}")
+        for call in args.call or ("compose_soul",):
+            total = instructions(reader, call)
+            print(f"{reader:<9} {call:<16} {total / 1000:>22,.0f}")
 
 
 if __name__ == "__main__":

@@ -133,9 +133,9 @@ def check_laws(  # noqa: PLR0912, PLR0915 - one law after another, as the page l
     assert soul.used == count(soul.text), "law 5: used is the soul's measure"
     if total is not None:
         assert count(soul.text) <= total, "law 6: the total holds"
-        assert soul.near_limit == (soul.used >= NEAR_LIMIT * total), "law 5: near_limit"
-    else:
-        assert soul.near_limit is False
+    # 5. Near the limit: 85% of the total or more, or at it: something was cut.
+    near = (total is not None and soul.used >= NEAR_LIMIT * total) or any(r.cut for r in soul.files)
+    assert soul.near_limit is near, "law 5: near_limit"
     # 3. Files left out are the last, and only as many as must be.
     names = [f.name for f in present]
     assert list(soul.found) == names[: len(soul.found)], "law 3: left out from the end of the order"
@@ -162,6 +162,13 @@ def check_laws(  # noqa: PLR0912, PLR0915 - one law after another, as the page l
         assert report.status is FileStatus.PRESENT
         assert report.truncated is False, "law 5: with a budget nothing is truncated"
         assert report.size <= min(len(f.data), cap + 1), "law 5: size is bytes read"
+        # The report's other flags (format sections 1 and 5): these files are plain files, and a
+        # file read whole has its whole body's bytes looked at; one read in part, those read.
+        assert report.symlink is False
+        if report.left_out is not None:
+            assert report.invalid_utf8 is not well_formed(f.data), "invalid_utf8 of a body read whole"
+        elif report.invalid_utf8:
+            assert not well_formed(f.data), "invalid_utf8 only for bytes that are not UTF-8"
         if f.name not in sections:  # left out
             assert (report.cut, report.kept, report.kept_bytes) == (True, 0, 0), "law 5: left out"
             if not inexact(f):

@@ -390,7 +390,7 @@ def test_the_report_says_what_the_budget_did(home: Path, write: Writer) -> None:
     record = soul.as_dict()
     assert record["budget"] == {"total": None, "per_file": 100, "keep": "head+tail", "count": None}
     assert record["used"] == len(soul.text)
-    assert record["near_limit"] is False
+    assert record["near_limit"] is True  # per_file cut a file: the soul is at the budget's limit
     files = record["files"]
     assert isinstance(files, list)
     assert files[6] == {
@@ -408,6 +408,8 @@ def test_the_report_says_what_the_budget_did(home: Path, write: Writer) -> None:
         "left_out": 225,
         "kept_bytes": 94,
         "left_out_bytes": 225,
+        "symlink": False,
+        "invalid_utf8": False,
     }
     plain = compose(home).as_dict()
     assert (plain["budget"], plain["used"], plain["cut_files"], plain["near_limit"]) == (
@@ -417,6 +419,34 @@ def test_the_report_says_what_the_budget_did(home: Path, write: Writer) -> None:
         False,
     )
     assert list(plain) == list(record)  # the same keys, with a budget or without
+
+
+def test_near_limit_is_true_once_the_budget_cut_anything(home: Path, write: Writer) -> None:
+    write("SOUL.md", "You are Kavi.")
+    write("MEMORY.md", LINES)
+    # A total so small that not even a heading fits: every file left out, an empty soul at its limit.
+    nothing = compose(home, budget=Budget(total=10))
+    assert (nothing.text, nothing.used, nothing.cut_files, nothing.near_limit) == (
+        "",
+        0,
+        ("SOUL.md", "MEMORY.md"),
+        True,
+    )
+    assert nothing.as_dict()["near_limit"] is True
+    # per_file alone, which cuts MEMORY.md: at the limit too, with no total to measure against.
+    per_file = compose(home, budget=Budget(per_file=100))
+    assert (per_file.cut_files, per_file.near_limit) == (("MEMORY.md",), True)
+    # Nothing cut: near the limit only at 85% of the total or more.
+    used = len(compose(home).text)
+    assert used == 360
+    assert [compose(home, budget=Budget(total=total)).near_limit for total in (360, 423, 424, 1000)] == [
+        True,
+        True,  # 360 >= 0.85 * 423
+        False,
+        False,
+    ]
+    assert compose(home, budget=Budget(total=360)).cut_files == ()
+    assert compose(home).near_limit is False  # no budget, no limit
 
 
 # ---- the command line -------------------------------------------------------------

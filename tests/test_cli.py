@@ -41,7 +41,7 @@ def test_compose_prints_the_soul_byte_exact(home: Path, write: Writer, capsys: C
 def file_record(
     name: str, status: str = "missing", read: int = 0, on_disk: int | None = None, **fields: object
 ) -> dict[str, object]:
-    """One file's JSON report, as every JSON output has it: all fourteen keys."""
+    """One file's JSON report, as every JSON output has it: all sixteen keys."""
     record: dict[str, object] = {
         "name": name,
         "status": status,
@@ -57,6 +57,8 @@ def file_record(
         "left_out": None,
         "kept_bytes": None,
         "left_out_bytes": None,
+        "symlink": False,
+        "invalid_utf8": False,
     }
     return {**record, **fields}
 

@@ -174,8 +174,10 @@ def test_devices_and_fifos_behind_symlinks(tmp_path: Path, home: Path) -> None:
     (home / "TOOLS.md").symlink_to("/dev/urandom")
     soul = compose(home)
     assert soul.text == ""
-    assert soul.files[1] == FileReport("SOUL.md", FileStatus.NOT_REGULAR, error="is a FIFO")
-    assert soul.files[3] == FileReport("USER.md", FileStatus.NOT_REGULAR, error="is a character device")
+    assert soul.files[1] == FileReport("SOUL.md", FileStatus.NOT_REGULAR, error="is a FIFO", symlink=True)
+    assert soul.files[3] == FileReport(
+        "USER.md", FileStatus.NOT_REGULAR, error="is a character device", symlink=True
+    )
     assert soul.files[4].status is FileStatus.NOT_REGULAR
 
 

@@ -14,8 +14,9 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from budget_laws import well_formed
 from conftest import TWINS, compose_files
-from spec_reference import BOOTSTRAP_ORDER, WHITE_SPACE, body_text, compose_layout, notice
+from spec_reference import BOOTSTRAP_ORDER, WHITE_SPACE, body_text, capped_body, compose_layout, notice
 from toolnexus.agents import _format, compose_soul
 from toolnexus.agents._budget import _bodies
 from toolnexus.agents._vocabulary import FileRead, FileStatus
@@ -95,6 +96,8 @@ def test_readers_agree_on_one_file(data: bytes, cap: int) -> None:
         False,
         len(body),
         len(body.encode()),
+        False,
+        not well_formed(capped_body(data, cap)[0]),  # invalid_utf8: of the body's bytes, BOM and trim aside
     )
     assert text == "## SOUL.md\n\n" + body_text(data, cap)
 
@@ -171,7 +174,11 @@ def test_a_bodys_bytes_are_counted_as_encoding_it_would(
     # What the pure twin reports as FileRead.body_bytes, counted off the bytes read.
     data = (b"\xef\xbb\xbf" if bom else b"") + lead.encode() + middle + trail.encode()
     body = _format.body_text(data, cap)
-    assert _format.body_and_bytes(data, cap) == (body, len(body.encode()))
+    assert _format.body_and_bytes(data, cap) == (
+        body,
+        len(body.encode()),
+        well_formed(capped_body(data, cap)[0]),
+    )
 
 
 windows = st.tuples(st.integers(0, 80), st.integers(0, 40))

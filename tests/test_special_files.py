@@ -85,7 +85,7 @@ def test_device_is_skipped(home: Path, device: str) -> None:
     (home / "TOOLS.md").symlink_to(device)
     assert compose_soul(home) == ("", [])
     assert report(home, "TOOLS.md") == FileReport(
-        "TOOLS.md", FileStatus.NOT_REGULAR, error="is a character device"
+        "TOOLS.md", FileStatus.NOT_REGULAR, error="is a character device", symlink=True
     )
 
 
@@ -116,7 +116,7 @@ def test_broken_symlink_is_missing(home: Path) -> None:
     (home / "SOUL.md").symlink_to(home / "does-not-exist")
     assert compose_soul(home) == ("", [])
     assert report(home, "SOUL.md") == FileReport(
-        "SOUL.md", FileStatus.MISSING, errno=errno.ENOENT, error=os.strerror(errno.ENOENT)
+        "SOUL.md", FileStatus.MISSING, errno=errno.ENOENT, error=os.strerror(errno.ENOENT), symlink=True
     )
 
 
@@ -126,7 +126,7 @@ def test_symlink_loop_is_unreadable(home: Path, write: Writer) -> None:
     write("AGENTS.md", "agents")
     assert compose_soul(home) == ("## AGENTS.md\n\nagents", ["AGENTS.md"])
     assert report(home, "USER.md") == FileReport(
-        "USER.md", FileStatus.UNREADABLE, errno=errno.ELOOP, error=os.strerror(errno.ELOOP)
+        "USER.md", FileStatus.UNREADABLE, errno=errno.ELOOP, error=os.strerror(errno.ELOOP), symlink=True
     )
 
 

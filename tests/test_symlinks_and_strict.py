@@ -104,8 +104,11 @@ def test_the_reader_says_which_files_are_linked(
         "refuse": [True, False, False, False, False, False, False, False],
     }[policy]
     assert [read.linked for read in reads] == links
+    # "symlink": the name itself is one (the hard-linked AGENTS.md is not); refuse never looks.
+    symlinks = [False] * 8 if policy == "refuse" else [False, *links[1:]]
+    assert [read.symlink for read in reads] == symlinks
     assert reads[2].status == (FileStatus.REFUSED if policy == "refuse" else FileStatus.MISSING)
-    assert reads[7] == (FileStatus.MISSING, errno.ENOENT, 0, 0, False, True, None, False, 0, 0)
+    assert reads[7] == (FileStatus.MISSING, errno.ENOENT, 0, 0, False, True, None, False, 0, 0, False, False)
 
 
 def test_within_portable_fallback(reader: ReaderName, layout: Path) -> None:

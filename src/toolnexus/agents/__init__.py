@@ -2,7 +2,9 @@
 
 ``compose_soul(dir)`` returns ``(soul, found)`` exactly as ``docs/format.md``
 defines; ``compose(dir)`` returns the same text with a per-file ``Soul``
-report. ``Budget`` fits a soul to a model's window and says what was cut.
+report. Every entry point takes the same keyword options (``ComposeOptions``:
+``max_file_bytes``, ``symlinks``, ``strict``, ``files``, ``budget``).
+``Budget`` fits a soul to a model's window and says what was cut.
 ``SoulCache``, ``compose_many`` and ``acompose``/``acompose_soul`` serve
 hosts with many personas. ``memory_tool(dir)`` is the persona's memory: a
 tool a host or a model calls to add, replace and remove notes in
@@ -34,7 +36,7 @@ from ._memory import (
     memory_tool,
 )
 from ._native import ACCELERATED, NO_EXTENSIONS
-from ._options import Budget, Keep
+from ._options import Budget, ComposeOptions, Keep
 from ._report import NEAR_LIMIT, FileReport, Soul
 from ._vocabulary import FileStatus, SymlinkPolicy
 
@@ -49,6 +51,7 @@ __all__ = [
     "BootstrapFileError",
     "Budget",
     "CacheStats",
+    "ComposeOptions",
     "FileReport",
     "FileStatus",
     "InvalidEntry",

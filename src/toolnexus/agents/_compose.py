@@ -3,11 +3,13 @@
 ``compose_parts`` is the one pipeline (read and assemble): ``compose``,
 ``compose_soul``, ``SoulCache`` and ``compose_many`` all go through it, and
 all but ``compose_soul`` turn its result into a ``Soul`` with ``soul_of``.
-The rules of the text are in ``_format``, the argument checks in
+Composing is never strict: ``delivered`` is the one place strict mode is
+applied, to every soul any entry point hands out (a cached one included),
+and raises for a home or a file that it refuses. What the process lacks (a
+descriptor, memory) raises in the readers, whatever ``strict`` says. The
+rules of the text are in ``_format``, the options and their checks in
 ``_options``, the reading and assembling in the reader twins (``_native``),
-budgets in ``_budget``. A home or a file that strict mode refuses raises
-here (``raise_if_unusable``); what the process lacks (a descriptor, memory)
-raises in the readers, whatever ``strict`` says.
+budgets in ``_budget``.
 """
 
 from __future__ import annotations
@@ -16,14 +18,16 @@ import errno as errnos
 import os
 import stat
 from collections.abc import Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from . import _native
 from ._budget import compose_budgeted
-from ._format import MAX_BOOTSTRAP_FILE_BYTES
-from ._options import Budget, Options, PathArg, check_options, home_path
+from ._options import ComposeOptions, Options, PathArg, check_options, home_path, takes_options
 from ._report import FileReport, Soul
-from ._vocabulary import Composed, FileStatus, SymlinkPolicy
+from ._vocabulary import Composed, FileStatus
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = [
     "BootstrapFileError",
@@ -31,8 +35,9 @@ __all__ = [
     "compose_homes",
     "compose_parts",
     "compose_soul",
+    "compose_text",
+    "delivered",
     "home_problem",
-    "raise_if_unusable",
     "soul_of",
 ]
 
@@ -47,79 +52,85 @@ def compose_parts(homes: Sequence[bytes], options: Options) -> list[Composed]:
     """
     if options.budget is not None:  # a budget reads each home as its own sizes say
         return [compose_budgeted(home, options) for home in homes]
-    return _native.reader.compose_homes(homes, options.names, options.cap, options.symlinks, options.layout)
+    return _native.reader.compose_homes(
+        homes, options.names, options.cap, options.policy.word, options.layout
+    )
 
 
-def soul_of(home: bytes, composed: Composed, options: Options) -> Soul:
-    """The ``Soul`` of one composed home; with ``options.strict``, raise for an unusable file."""
-    soul = Soul.of_reads(
+def soul_of(composed: Composed, options: Options) -> Soul:
+    """The ``Soul`` of one composed home (as every soul is made: strict mode is ``delivered``'s)."""
+    return Soul.of_reads(
         composed.text,
         composed.found,
         composed.reads,
         names=options.files,
         max_file_bytes=options.cap,
-        symlinks=options.symlinks,
+        symlinks=options.policy.word,
         cuts=composed.cuts,
         budget=options.budget,
         used=composed.used,
     )
+
+
+def delivered(home: bytes, soul: Soul, options: Options) -> Soul:
+    """``soul`` as an entry point hands it out: strict mode, the one place it is applied.
+
+    With ``options.strict``, raise for a home that cannot be used, or for the
+    first file that exists but cannot be (``home`` is the path as given, for
+    the error to name); else, and when nothing is wrong, ``soul``.
+    """
     if options.strict:
-        raise_if_unusable(home, soul.files)
+        _raise_if_unusable(home, soul.files)
     return soul
 
 
 def compose_homes(homes: Sequence[bytes], options: Options) -> list[Soul]:
-    """``compose_parts``, each home made a ``Soul``."""
-    return [soul_of(h, c, options) for h, c in zip(homes, compose_parts(homes, options), strict=True)]
+    """``compose_parts``, each home made a ``Soul`` and ``delivered``: what ``compose_many`` runs."""
+    composed = compose_parts(homes, options)
+    return [delivered(h, soul_of(c, options), options) for h, c in zip(homes, composed, strict=True)]
 
 
-def compose_soul(
-    dir: PathArg,
-    *,
-    max_file_bytes: int = MAX_BOOTSTRAP_FILE_BYTES,
-    files: Sequence[str] | None = None,
-    budget: Budget | None = None,
-    symlinks: SymlinkPolicy = "follow",
-    strict: bool = False,
-) -> tuple[str, list[str]]:
+@takes_options
+def compose_soul(dir: PathArg, **options: Unpack[ComposeOptions]) -> tuple[str, list[str]]:
     """Compose the persona in ``dir`` into ``(soul, found)`` (``docs/format.md``).
 
     Each name of ``BOOTSTRAP_ORDER`` (or of ``files``, in that order) that is
     a readable regular file becomes a ``## <name>`` section, its body capped
     at ``max_file_bytes`` bytes; absent or unusable files are skipped
     silently. With a ``budget``, the soul fits it, each file cut fairly and
-    marked where it was cut. ``symlinks`` and ``strict`` are ``compose``'s.
-    Nothing on disk is modified.
+    marked where it was cut. The options are ``compose``'s, and so is what
+    ``strict`` raises. Nothing on disk is modified.
     """
-    home = home_path(dir)
-    options = check_options(max_file_bytes, symlinks, strict, files, budget)
+    return compose_text(home_path(dir), check_options(options, "compose_soul"))
+
+
+def compose_text(home: bytes, options: Options) -> tuple[str, list[str]]:
+    """``compose_soul``'s ``(soul, found)`` of a checked home and options."""
     (composed,) = compose_parts([home], options)
-    if strict:
-        soul_of(home, composed, options)
+    if options.strict:  # compose's soul, to be delivered as compose delivers it
+        delivered(home, soul_of(composed, options), options)
     return composed.text, list(composed.found)
 
 
-def compose(
-    dir: PathArg,
-    *,
-    max_file_bytes: int = MAX_BOOTSTRAP_FILE_BYTES,
-    symlinks: SymlinkPolicy = "follow",
-    strict: bool = False,
-    files: Sequence[str] | None = None,
-    budget: Budget | None = None,
-) -> Soul:
+@takes_options
+def compose(dir: PathArg, **options: Unpack[ComposeOptions]) -> Soul:
     """Compose like ``compose_soul`` and report on every bootstrap file.
 
-    ``symlinks``: ``"follow"`` follows them anywhere; ``"within"`` admits a
-    file only if it resolves inside ``dir``; ``"refuse"`` skips a file whose
-    own name is a symlink. With ``strict=True`` a file that exists but cannot
-    be used raises ``BootstrapFileError`` (an ``OSError``); missing files are
-    still skipped. ``files`` composes those names, in that order, instead of
-    ``BOOTSTRAP_ORDER``; ``budget`` fits the soul to a ``Budget``.
+    The options, each a keyword (``ComposeOptions``): ``max_file_bytes``
+    (2 MB) caps each file's bytes. ``symlinks``: ``"follow"`` (the default)
+    follows them anywhere; ``"within"`` admits a file only if it resolves
+    inside ``dir``; ``"refuse"`` skips a file whose own name is a symlink.
+    With ``strict=True`` a file that exists but cannot be used raises
+    ``BootstrapFileError`` (an ``OSError``), and a home that does not exist,
+    is not a directory or cannot be searched the ``OSError`` the system
+    gives; missing files are still skipped. ``files`` composes those names,
+    in that order, instead of ``BOOTSTRAP_ORDER``; ``budget`` fits the soul
+    to a ``Budget``.
     """
     home = home_path(dir)
-    options = check_options(max_file_bytes, symlinks, strict, files, budget)
-    return soul_of(home, compose_parts([home], options)[0], options)
+    checked = check_options(options, "compose")
+    (composed,) = compose_parts([home], checked)
+    return delivered(home, soul_of(composed, checked), checked)
 
 
 class BootstrapFileError(OSError):
@@ -172,8 +183,8 @@ _ERRORS: Final[dict[int, type[OSError]]] = {
 }
 
 
-def raise_if_unusable(home: bytes, files: Sequence[FileReport]) -> None:
-    """Strict mode: raise for a home that cannot be used, or for the first file that cannot be.
+def _raise_if_unusable(home: bytes, files: Sequence[FileReport]) -> None:
+    """Raise for a home that cannot be used, or for the first file that cannot be.
 
     The home is looked at only when no file of it is present (a stat, and a
     permission check): a home that gave a file is plainly there.

@@ -89,22 +89,27 @@ def decode(data: bytes | bytearray | memoryview) -> tuple[str, bool]:
         return str(data, "utf-8", "replace"), False
 
 
-def body_and_bytes(data: bytes | bytearray, cap: int) -> tuple[str, int]:
-    """``body_text``, and the UTF-8 bytes of the body: counted off the bytes read, not encoded again."""
+def body_and_bytes(data: bytes | bytearray, cap: int) -> tuple[str, int, bool]:
+    """``body_text``, the UTF-8 bytes of the body (counted off the bytes read, not encoded again), and
+    whether its bytes were well-formed UTF-8.
+
+    The body's bytes are well-formed exactly when the cut bytes are: the BOM
+    and White_Space left out are well-formed, and a U+FFFD is neither.
+    """
     end = len(data) if len(data) <= cap else back_off(data, cap)
     text, well_formed = decode(data if end == len(data) else memoryview(data)[:end])  # cut, not copied
     unmarked = text.removeprefix("\ufeff")
     body = unmarked.strip(WHITESPACE)
     if body.isascii():
-        return body, len(body)
+        return body, len(body), well_formed
     if not well_formed:  # each ill-formed sequence is a U+FFFD of three bytes: count the text's
-        return body, len(body.encode("utf-8"))
+        return body, len(body.encode("utf-8")), False
     # The bytes read, less those of the BOM and of the White_Space trimmed
     # (short, where the body is long: encoding it again costs far more). The
     # body's first character is not White_Space: its first place is its start.
     lead = unmarked.find(body[0]) if body else len(unmarked)
     trimmed = unmarked[:lead] + unmarked[lead + len(body) :]
-    return body, end - 3 * (len(text) - len(unmarked)) - len(trimmed.encode("utf-8"))
+    return body, end - 3 * (len(text) - len(unmarked)) - len(trimmed.encode("utf-8")), True
 
 
 @lru_cache(maxsize=16)

@@ -17,7 +17,7 @@ import asyncio
 import functools
 import os
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from concurrent.futures import (
     FIRST_EXCEPTION,
     Executor,
@@ -25,16 +25,15 @@ from concurrent.futures import (
     ThreadPoolExecutor,
     wait,
 )
-from typing import Final, cast
+from typing import TYPE_CHECKING, Final, cast
 
 from ._cache import SoulCache, compose_through, lookup_in_loop
-from ._compose import compose as _compose
-from ._compose import compose_homes, raise_if_unusable
-from ._compose import compose_soul as _compose_soul
-from ._format import MAX_BOOTSTRAP_FILE_BYTES
-from ._options import Budget, Options, PathArg, check_int, check_options, home_path
+from ._compose import compose_homes, compose_text
+from ._options import ComposeOptions, Options, PathArg, check_int, check_options, home_path, takes_options
 from ._report import Soul
-from ._vocabulary import SymlinkPolicy
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["acompose", "acompose_soul", "compose_many"]
 
@@ -69,19 +68,16 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_POOLS.forget)
 
 
+@takes_options
 def compose_many(
     dirs: Iterable[PathArg],
     *,
     workers: int | None = None,
     executor: Executor | None = None,
-    max_file_bytes: int = MAX_BOOTSTRAP_FILE_BYTES,
-    symlinks: SymlinkPolicy = "follow",
-    strict: bool = False,
-    files: Sequence[str] | None = None,
-    budget: Budget | None = None,
     cache: SoulCache | None = None,
+    **options: Unpack[ComposeOptions],
 ) -> list[Soul]:
-    """``compose`` every directory of ``dirs``; the souls come back in input order.
+    """``compose`` every directory of ``dirs``, with its options; the souls come back in input order.
 
     ``workers`` is the number of threads (default: the number of CPUs), from
     a pool kept for later calls; ``executor`` uses yours instead (threads,
@@ -95,7 +91,7 @@ def compose_many(
     a ``ThreadPoolExecutor``, and any other executor is a ValueError.
     """
     homes = _homes(dirs)
-    options = check_options(max_file_bytes, symlinks, strict, files, budget)
+    checked = check_options(options, "compose_many")
     if executor is not None and workers is not None:
         raise ValueError("give workers or executor, not both")
     if workers is not None:
@@ -114,14 +110,10 @@ def compose_many(
         return []
     pool = executor if executor is not None else _POOLS.get(workers or os.cpu_count() or 1)
     if cache is None:
-        return _run(pool, _chunks(homes), options, compose_homes)
-    souls = compose_through(
-        cache, homes, options, lambda missing, into: _run(pool, _chunks(missing), options, into)
+        return _run(pool, _chunks(homes), checked, compose_homes)
+    return compose_through(
+        cache, homes, checked, lambda missing, into: _run(pool, _chunks(missing), checked, into)
     )
-    if strict:  # naming each path as given, as compose does
-        for home, soul in zip(homes, souls, strict=True):
-            raise_if_unusable(home, soul.files)
-    return souls
 
 
 def _chunks(homes: list[bytes]) -> list[list[bytes]]:
@@ -171,64 +163,43 @@ def _run(
     return [soul for future in futures for soul in future.result()]
 
 
+@takes_options
 async def acompose(
-    dir: PathArg,
-    *,
-    max_file_bytes: int = MAX_BOOTSTRAP_FILE_BYTES,
-    symlinks: SymlinkPolicy = "follow",
-    strict: bool = False,
-    files: Sequence[str] | None = None,
-    budget: Budget | None = None,
-    cache: SoulCache | None = None,
+    dir: PathArg, *, cache: SoulCache | None = None, **options: Unpack[ComposeOptions]
 ) -> Soul:
     """``compose`` in a worker thread, so the event loop never blocks on disk.
 
-    With a ``cache``, as ``cache.compose``; a home that notification keeps
-    fresh is looked up in the loop itself (no disk is touched), and only a
-    miss, or a home validated by ``stat``, goes to a thread.
+    Takes ``compose``'s options (checked in the loop). With a ``cache``, as
+    ``cache.compose``; a home that notification keeps fresh is looked up in
+    the loop itself (no disk is touched), and only a miss, or a home
+    validated by ``stat``, goes to a thread.
     """
-    if cache is not None:
+    home = home_path(dir)
+    checked = check_options(options, "acompose")
+    work: Callable[[], list[Soul]]
+    if cache is None:
+        work = functools.partial(compose_homes, [home], checked)
+    else:
         if not isinstance(cache, SoulCache):
             raise TypeError(f"cache must be a SoulCache or None, not {type(cache).__name__}")
-        options = check_options(max_file_bytes, symlinks, strict, files, budget)
-        home = home_path(dir)
-        soul = lookup_in_loop(cache, home, options)
+        soul = lookup_in_loop(cache, home, checked)
         if soul is not None:
-            if strict:  # naming the path as given, as compose does
-                raise_if_unusable(home, soul.files)
             return soul
-        compose: Callable[..., Soul] = cache.compose
-    else:
-        compose = _compose
-    call = functools.partial(
-        compose,
-        dir,
-        max_file_bytes=max_file_bytes,
-        symlinks=symlinks,
-        strict=strict,
-        files=files,
-        budget=budget,
-    )
-    return await asyncio.get_running_loop().run_in_executor(None, call)
+        # What the cache misses is composed in the same thread.
+        work = functools.partial(
+            compose_through, cache, [home], checked, lambda missing, into: into(missing, checked)
+        )
+    (soul,) = await asyncio.get_running_loop().run_in_executor(None, work)
+    return soul
 
 
-async def acompose_soul(
-    dir: PathArg,
-    *,
-    max_file_bytes: int = MAX_BOOTSTRAP_FILE_BYTES,
-    files: Sequence[str] | None = None,
-    budget: Budget | None = None,
-    symlinks: SymlinkPolicy = "follow",
-    strict: bool = False,
-) -> tuple[str, list[str]]:
-    """``compose_soul`` in a worker thread, so the event loop never blocks on disk."""
-    call = functools.partial(
-        _compose_soul,
-        dir,
-        max_file_bytes=max_file_bytes,
-        files=files,
-        budget=budget,
-        symlinks=symlinks,
-        strict=strict,
-    )
-    return await asyncio.get_running_loop().run_in_executor(None, call)
+@takes_options
+async def acompose_soul(dir: PathArg, **options: Unpack[ComposeOptions]) -> tuple[str, list[str]]:
+    """``compose_soul`` in a worker thread, so the event loop never blocks on disk.
+
+    Takes ``compose``'s options, checked in the loop.
+    """
+    home = home_path(dir)
+    checked = check_options(options, "acompose_soul")
+    work = functools.partial(compose_text, home, checked)
+    return await asyncio.get_running_loop().run_in_executor(None, work)

@@ -1,29 +1,39 @@
-"""The options of a composition: checked once for every entry point, and the values they make.
+"""The options of a composition: declared once, checked once for every entry point, and the values they make.
 
-Each check raises ``TypeError`` or ``ValueError`` whose message starts with
-the argument's name, before any I/O. ``Budget`` is the ``budget`` argument,
-a value that checks itself; ``Options`` is what the checks hand on: the
-validated options of one composition, in the reader's terms; ``home_path``
-turns the public ``dir`` argument into the home's path.
+``ComposeOptions`` declares the options that every entry point (``compose``,
+``compose_soul``, ``SoulCache.compose``, ``compose_many``, ``acompose``,
+``acompose_soul``) takes as keywords, in their one order, and ``DEFAULTS``
+their defaults; each entry point takes them as ``**options`` and is marked
+``@takes_options``, so that ``inspect.signature`` and ``help()`` show them.
+``check_options`` checks them: each check raises ``TypeError`` or
+``ValueError`` whose message starts with the argument's name, before any
+I/O. ``Budget`` is the ``budget`` argument, a value that checks itself;
+``Options`` is what the checks hand on: the validated options of one
+composition, in the reader's terms; ``home_path`` turns the public ``dir``
+argument into the home's path.
 """
 
 from __future__ import annotations
 
+import inspect
 import os
 import re
 import sys
-from collections.abc import Callable, Iterable
+import typing
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Final, Literal, NamedTuple, TypeAlias, cast
+from typing import Any, Final, Literal, NamedTuple, TypeAlias, TypedDict, TypeVar, cast
 
-from ._format import BOOTSTRAP_ORDER, layout
-from ._vocabulary import Layout, SymlinkPolicy
+from ._format import BOOTSTRAP_ORDER, MAX_BOOTSTRAP_FILE_BYTES, layout
+from ._vocabulary import POLICIES, Layout, Policy, SymlinkPolicy
 
 __all__ = [
+    "DEFAULTS",
     "MAX_CAP",
     "Budget",
+    "ComposeOptions",
     "Keep",
     "Options",
     "PathArg",
@@ -32,6 +42,7 @@ __all__ = [
     "check_int",
     "check_options",
     "home_path",
+    "takes_options",
 ]
 
 PathArg: TypeAlias = str | bytes | os.PathLike[str] | os.PathLike[bytes]
@@ -41,7 +52,7 @@ Keep = Literal["head+tail", "head"]
 # The compiled reader holds the cap in a Py_ssize_t and asks for cap + 1 bytes.
 MAX_CAP: Final = 2**63 - 2
 
-_POLICIES: Final = ("follow", "within", "refuse")
+_PUBLIC_POLICIES: Final = tuple(word for word, policy in POLICIES.items() if policy.public)
 _BOOTSTRAP_NAMES: Final = tuple(os.fsencode(name) for name in BOOTSTRAP_ORDER)
 _FS_ENCODING: Final = sys.getfilesystemencoding()
 _FS_ERRORS: Final = sys.getfilesystemencodeerrors()
@@ -100,11 +111,40 @@ class Budget:
         return units
 
 
+class ComposeOptions(TypedDict, total=False):
+    """The options of a composition, as every entry point takes them: by keyword, each optional.
+
+    ``max_file_bytes`` (default 2,097,152: 2 MB) caps each file's bytes;
+    ``symlinks`` (``"follow"``) says which symlinks a file may be reached
+    through; ``strict`` (False) raises for a file that exists but cannot be
+    used; ``files`` (None: ``BOOTSTRAP_ORDER``) names the files to compose,
+    in order; ``budget`` (None) fits the soul to a ``Budget``. The entry
+    points show them to ``inspect.signature`` and ``help()`` one by one. A
+    host may keep a set of options as a ``ComposeOptions`` and pass it as
+    ``**options``.
+    """
+
+    max_file_bytes: int
+    symlinks: SymlinkPolicy
+    strict: bool
+    files: Sequence[str] | None
+    budget: Budget | None
+
+
+DEFAULTS: Final[ComposeOptions] = {
+    "max_file_bytes": MAX_BOOTSTRAP_FILE_BYTES,
+    "symlinks": "follow",
+    "strict": False,
+    "files": None,
+    "budget": None,
+}
+
+
 class Options(NamedTuple):
     """Checked options of one composition."""
 
     cap: int  # max_file_bytes
-    symlinks: SymlinkPolicy
+    policy: Policy  # symlinks
     strict: bool
     files: tuple[str, ...]  # the names to compose, in order
     names: tuple[bytes, ...]  # the same, as the reader takes them
@@ -158,14 +198,16 @@ def check_bool(value: object, name: str) -> bool:
     return value
 
 
-def _check_policy(symlinks: object) -> SymlinkPolicy:
+def _check_policy(symlinks: object) -> Policy:
     if not isinstance(symlinks, str):
         raise TypeError(f"symlinks must be a str, not {type(symlinks).__name__}")
-    if symlinks not in _POLICIES:
-        raise ValueError(f"symlinks must be 'follow', 'within' or 'refuse', got {symlinks!r}")
-    # The constant itself, not a subclass of str that equals it: the reader's
-    # comparisons and a report's value stay plain.
-    return _POLICIES[_POLICIES.index(symlinks)]
+    policy = POLICIES.get(symlinks)
+    if policy is None or not policy.public:
+        words = ", ".join(map(repr, _PUBLIC_POLICIES[:-1])) + f" or {_PUBLIC_POLICIES[-1]!r}"
+        raise ValueError(f"symlinks must be {words}, got {symlinks!r}")
+    # The policy, whose word is the plain constant (not a subclass of str
+    # that equals it): the reader's comparisons and a report's value stay plain.
+    return policy
 
 
 def _check_files(files: object) -> tuple[tuple[str, ...], tuple[bytes, ...]]:
@@ -217,18 +259,35 @@ def check_files(files: object) -> tuple[str, ...]:
     return _check_files(files)[0]
 
 
-def check_options(
-    max_file_bytes: object,
-    symlinks: object = "follow",
-    strict: object = False,
-    files: object = None,
-    budget: object = None,
-) -> Options:
-    """Check ``compose``'s options, in the order of its signature."""
+def check_options(given: Mapping[str, object], where: str) -> Options:
+    """The options an entry point was given (its ``**options``), checked; ``where`` is its name.
+
+    An option not given takes its default; a keyword that is no option is
+    the TypeError Python gives for it.
+    """
+    if not given:  # the common case first: defaults, checked once at import
+        return _DEFAULT_OPTIONS
     try:
-        return _checked(max_file_bytes, symlinks, strict, files, budget)
-    except TypeError:  # unhashable, or wrong: checked again uncached, to raise the right error
-        return _check_options(max_file_bytes, symlinks, strict, files, budget)
+        return _checked(**given)
+    except TypeError:  # unhashable, unknown or wrong: checked again uncached, to raise the right error
+        pass
+    if not _OPTION_NAMES.issuperset(given):
+        unknown = next(name for name in given if name not in _OPTION_NAMES)
+        raise TypeError(f"{where}() got an unexpected keyword argument {unknown!r}")
+    return _check_options(*_in_order(given))
+
+
+def _in_order(given: Mapping[str, object]) -> Iterable[object]:
+    """Every option's value, given or default, in the declared order (the defaults' keys keep their place)."""
+    return {**DEFAULTS, **given}.values()
+
+
+@lru_cache(maxsize=256, typed=True)  # typed: True must not pass for 1 (equal, with equal hashes)
+def _checked(**given: Hashable) -> Options:
+    """``check_options`` of options seen before: a host passes the same few again and again."""
+    if not _OPTION_NAMES.issuperset(given):
+        raise TypeError("an unknown option")  # check_options raises Python's own words
+    return _check_options(*_in_order(given))
 
 
 def _check_options(
@@ -243,6 +302,34 @@ def _check_options(
     return Options(cap, policy, strict, names, encoded, layout(names, cap), budget)
 
 
-# A host passes the same few options again and again. typed=True keeps True
-# from passing for 1 (equal and with equal hashes, but not an int option).
-_checked = lru_cache(maxsize=256, typed=True)(_check_options)
+_OPTION_NAMES: Final = frozenset(DEFAULTS)
+_DEFAULT_OPTIONS: Final = _check_options(*DEFAULTS.values())
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def takes_options(function: _F) -> _F:
+    """Mark an entry point that takes ``**options: Unpack[ComposeOptions]``: show them as they are.
+
+    ``inspect.signature`` (and so ``help()``) and ``typing.get_type_hints``
+    then see each option as a keyword-only parameter with its type and
+    default, in place of ``**options``; type checkers read the ``Unpack``
+    itself. The function is returned as it is: calls cost nothing more.
+    """
+    signature = inspect.signature(function)
+    (keywords,) = (p for p in signature.parameters.values() if p.kind is inspect.Parameter.VAR_KEYWORD)
+    kept = [p for p in signature.parameters.values() if p is not keywords]
+    # A function's introspection attributes are writable, which Callable's type does not say.
+    shown = cast("Any", function)
+    shown.__signature__ = signature.replace(parameters=[*kept, *_PARAMETERS])
+    hints = {name: hint for name, hint in function.__annotations__.items() if name != keywords.name}
+    shown.__annotations__ = {**hints, **_HINTS}
+    return function
+
+
+# The options' types, evaluated here, where every name in them is defined.
+_HINTS: Final = typing.get_type_hints(ComposeOptions)
+_PARAMETERS: Final = tuple(
+    inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=_HINTS[name])
+    for name, default in DEFAULTS.items()
+)

@@ -17,7 +17,7 @@ from functools import lru_cache
 from typing import Final, NamedTuple
 
 from ._options import Budget
-from ._vocabulary import Cut, CutRow, FileRead, FileStatus, ReadRow
+from ._vocabulary import POLICIES, Cut, CutRow, FileRead, FileStatus, ReadRow
 
 __all__ = ["NEAR_LIMIT", "FileReport", "Soul", "file_reports"]
 
@@ -38,8 +38,13 @@ class FileReport(NamedTuple):
     file (or left it out), ``kept`` and ``left_out`` measure its body in the
     budget's unit (``left_out`` is None when the file was not read whole),
     ``kept_bytes`` and ``left_out_bytes`` in UTF-8 bytes; without one they
-    are None. A named tuple: immutable, and cheap enough to make seven of
-    per soul.
+    are None. ``symlink`` is True when the name is a symbolic link that was
+    followed (to a file read, or to what its status says; a link the policy
+    refused says so by its status alone); a file that merely has other hard
+    links is no symlink. ``invalid_utf8`` is True when the bytes of its body
+    that were read are not all well-formed UTF-8: the soul holds a U+FFFD
+    for each ill-formed sequence (docs/format.md, section 5). A named tuple:
+    immutable, and cheap enough to make seven of per soul.
     """
 
     name: str
@@ -55,6 +60,8 @@ class FileReport(NamedTuple):
     kept_bytes: int | None = None
     left_out_bytes: int | None = None
     size_on_disk: int | None = None
+    symlink: bool = False
+    invalid_utf8: bool = False
 
     @property
     def size(self) -> int:
@@ -82,6 +89,8 @@ class FileReport(NamedTuple):
             "left_out": self.left_out,
             "kept_bytes": self.kept_bytes,
             "left_out_bytes": self.left_out_bytes,
+            "symlink": self.symlink,
+            "invalid_utf8": self.invalid_utf8,
         }
 
 
@@ -93,26 +102,18 @@ class Soul:
     name composed; ``digest`` the hex SHA-256 of ``text`` as UTF-8. With a
     budget, ``budget`` is it, ``used`` the soul measured by it, and
     ``near_limit`` True when that is at least ``NEAR_LIMIT`` (85%) of its
-    total. Immutable, comparable, hashable and picklable. ``files`` and
-    ``digest`` are computed when first asked for, so a host that only wants
-    the text does not pay for them. A soul holds nothing the cyclic garbage
-    collector walks but itself (what it keeps of the reader's results is
-    atomic), so that a host, or a cache, can keep 100,000 of them.
+    total, or when the budget cut or left out a file. Immutable, comparable,
+    hashable and picklable. ``files`` and ``digest`` are computed when first
+    asked for, so a host that only wants the text does not pay for them. A
+    soul holds nothing the cyclic garbage collector walks but itself (what
+    it keeps of the reader's results is atomic), so that a host, or a cache,
+    can keep 100,000 of them.
     """
 
     __slots__ = (
-        "_cuts",
-        "_digest",
-        "_files",
-        "_names",
-        "_reads",
-        "budget",
-        "found",
-        "max_file_bytes",
-        "symlinks",
-        "text",
-        "used",
-    )
+        "_cuts", "_digest", "_files", "_names", "_reads", "budget", "found", "max_file_bytes", "symlinks",
+        "text", "used",
+    )  # fmt: skip
 
     text: str
     found: tuple[str, ...]
@@ -231,9 +232,16 @@ class Soul:
 
     @property
     def near_limit(self) -> bool:
-        """At ``NEAR_LIMIT`` of the budget's total or beyond (False without a total)."""
-        total = None if self.budget is None else self.budget.total
-        return total is not None and self.used is not None and self.used >= NEAR_LIMIT * total
+        """At ``NEAR_LIMIT`` of the budget's total or more, or at its limit: it cut or left out a file.
+
+        False without a budget.
+        """
+        if self.budget is None:
+            return False
+        total, used = self.budget.total, self.used
+        if total is not None and used is not None and used >= NEAR_LIMIT * total:
+            return True
+        return bool(self.cut_files)  # from the budget's cuts: nothing measured
 
     def _key(self) -> tuple[object, ...]:
         return (self.text, self.found, self.files, self.max_file_bytes, self.symlinks, self.budget, self.used)
@@ -335,17 +343,10 @@ _KIND_NAMES: Final = {
 }
 
 
-_WITHIN_REFUSES: Final = (
-    "is a symlink that symlinks='within' refuses: an absolute one, or one that leads out of the directory"
-)
-
-
 def _describe(status: FileStatus, kind: int, err: int, symlinks: str) -> str:
     """The error text of a file that is not present."""
     if status is FileStatus.REFUSED:
-        if symlinks == "refuse":
-            return "is a symlink (symlinks='refuse')"
-        return _WITHIN_REFUSES
+        return POLICIES[symlinks].refusal
     if status is FileStatus.NOT_REGULAR and kind:
         return _KIND_NAMES.get(kind, f"is not a regular file (mode {kind:#o})")
     return os.strerror(err) if err else status.value
@@ -389,16 +390,27 @@ def file_reports(
         return _budgeted_reports(names, reads, symlinks, cuts, text=text, measure=measure or len)
     reports = []
     for name, read in zip(names, reads, strict=True):
-        status, err, kind, nread, truncated, stable, size_on_disk, _, _, _ = read
+        status, err, kind, nread, truncated, stable, size_on_disk, _, _, _, symlink, invalid_utf8 = read
         if status == "present":
             fields = (name, _PRESENT, nread, truncated, stable, None, None, False, None, None, None, None)
-            report = _new_report(FileReport, (*fields, size_on_disk))
-        elif status == "missing" and err == _ENOENT:
+            report = _new_report(FileReport, (*fields, size_on_disk, symlink, invalid_utf8))
+        elif status == "missing" and err == _ENOENT and not symlink:
             report = _absent(name)
         else:
             member = FileStatus(status)
             error = _describe(member, kind, err, symlinks)
-            report = FileReport(name, member, 0, False, stable, err or None, error, size_on_disk=size_on_disk)
+            followed = symlink and member is not FileStatus.REFUSED
+            report = FileReport(
+                name,
+                member,
+                0,
+                False,
+                stable,
+                err or None,
+                error,
+                size_on_disk=size_on_disk,
+                symlink=followed,
+            )
         reports.append(report)
     return tuple(reports)
 

@@ -4,8 +4,10 @@ Both reader twins (the compiled ``_native._capread`` and the pure
 ``_native._capread_py``) take and return these types; the rest of the
 package reads their fields by name. ``FileStatus`` is the one status of a
 name, from the reader's result (as its value) to the public report;
-``SymlinkPolicy`` the one spelling of the symlink policy, from the public argument to the reader.
-``Layout`` is what the Python layer hands a reader to say how a soul looks
+``SymlinkPolicy`` the public spelling of the symlink policy, and ``Policy``
+(one per word, in ``POLICIES``) all that the package does by it: the
+readers' code, the cache's stat recipe, a report's words. ``Layout`` is
+what the Python layer hands a reader to say how a soul looks
 (``_format.layout`` makes it); ``Composed`` is one home's result.
 """
 
@@ -15,7 +17,11 @@ import enum
 from typing import Final, Literal, NamedTuple, TypeAlias
 
 __all__ = [
+    "FOLLOW",
     "POLICIES",
+    "REFUSE",
+    "WITHIN",
+    "WITHIN_PORTABLE",
     "Composed",
     "Cut",
     "CutRow",
@@ -23,6 +29,7 @@ __all__ = [
     "FileRead",
     "FileStatus",
     "Layout",
+    "Policy",
     "ReadRow",
     "SymlinkPolicy",
 ]
@@ -52,10 +59,34 @@ class FileStatus(str, enum.Enum):
 
 SymlinkPolicy: TypeAlias = Literal["follow", "within", "refuse"]
 """Which symlinks a bootstrap file may be reached through (``symlinks=``; the format, section 8)."""
-# What the readers take: the public policies, and "within-portable", which is
-# "within" by its portable check alone (the fallback where openat2 is missing),
-# so that the tests can run that check where openat2 exists.
-POLICIES: Final = ("follow", "within", "refuse", "within-portable")
+
+
+class Policy(NamedTuple):
+    """A symlink policy (docs/format.md, section 8), and what each part of the package does by it."""
+
+    word: str  # as the ``symlinks`` argument, a ``Soul`` and the readers spell it
+    code: int  # the readers' number for it: its place in ``POLICIES``
+    # The cache's stat recipe: how each name is stat'ed to see a change, in
+    # this order, following symlinks (True) or not (the link itself).
+    stats: tuple[bool, ...]
+    refusal: str  # why a report says a file was refused (status ``refused symlink``)
+    public: bool  # a value of the public ``symlinks`` argument
+
+
+_WITHIN_REFUSES: Final = (
+    "is a symlink that symlinks='within' refuses: an absolute one, or one that leads out of the directory"
+)
+# The file at the end of any links: a change to the link or its target shows.
+FOLLOW: Final = Policy("follow", 0, (True,), "is a symlink", True)
+# The link and its target, so that swapping either is a change.
+WITHIN: Final = Policy("within", 1, (False, True), _WITHIN_REFUSES, True)
+# The name itself: a link is refused whatever it points to.
+REFUSE: Final = Policy("refuse", 2, (False,), "is a symlink (symlinks='refuse')", True)
+# "within" by its portable check alone (the fallback where openat2 is
+# missing), so that the tests can run that check where openat2 exists.
+WITHIN_PORTABLE: Final = Policy("within-portable", 3, WITHIN.stats, _WITHIN_REFUSES, False)
+# Every policy by its word, in the order of their codes: what the readers take.
+POLICIES: Final = {policy.word: policy for policy in (FOLLOW, WITHIN, REFUSE, WITHIN_PORTABLE)}
 
 
 class FileRead(NamedTuple):
@@ -83,10 +114,16 @@ class FileRead(NamedTuple):
     # it (cut, trimmed, decoded; no notice). 0 when absent, and in read_excerpts.
     body_chars: int = 0
     body_bytes: int = 0
+    # The name is a symbolic link: the open found it one, and followed it or
+    # (within) refused it. Never under refuse, whose open does not look.
+    symlink: bool = False
+    # compose_homes: the body held bytes that are not well-formed UTF-8, each
+    # ill-formed sequence decoded as U+FFFD. False when absent, and in read_excerpts.
+    invalid_utf8: bool = False
 
 
 # A FileRead's fields as a plain tuple: what a soul keeps of one (a FileRead is one too).
-ReadRow: TypeAlias = tuple[str, int, int, int, bool, bool, int | None, bool, int, int]
+ReadRow: TypeAlias = tuple[str, int, int, int, bool, bool, int | None, bool, int, int, bool, bool]
 
 
 class Excerpt(NamedTuple):

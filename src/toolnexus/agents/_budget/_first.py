@@ -35,7 +35,8 @@ def first_read(home: bytes, options: Options) -> Composed:
     assert budget is not None
     keeps = min(budget.total or UNLIMITED, budget.per_file or UNLIMITED)
     cap = min(options.cap, _MOST, keeps * bytes_per_unit(budget) + _SLACK)
-    (composed,) = _native.reader.compose_homes([home], options.names, cap, options.symlinks, options.layout)
+    policy = options.policy.word
+    (composed,) = _native.reader.compose_homes([home], options.names, cap, policy, options.layout)
     return composed
 
 

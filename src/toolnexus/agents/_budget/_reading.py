@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from .. import _native
-from .._format import BOM
+from .._format import BOM, decode
 from .._options import Budget, Options
 from .._vocabulary import Composed, Excerpt, FileRead, FileStatus
 from ._bodies import body_bounds, boundary, char_start, trim_end, trim_start, utf8_length
@@ -53,7 +53,7 @@ class Body:
 
     index: int  # the file's place among the names
     name: str
-    read: FileRead
+    read: FileRead  # its invalid_utf8 says whether the bytes of the body that were read are well-formed
     whole: bool
     over_cap: bool  # longer than the cap, with a body: always cut
     text: str
@@ -94,11 +94,15 @@ class Body:
         return max(self.head_measure + self.tail_measure - self.tally.counted, 0)
 
 
-def _decode(data: bytes, start: int, end: int) -> tuple[str, int]:
-    """``data[start:end]`` decoded as the format says, and the UTF-8 bytes of the text."""
-    text = _native.reader.decode_utf8(memoryview(data)[start:end])
-    # Ill-formed bytes become U+FFFD: without one, the bytes are the text's own.
-    return text, utf8_length(text) if "\ufffd" in text else end - start
+def _decode(data: bytes, start: int, end: int) -> tuple[str, int, bool]:
+    """``data[start:end]`` decoded as the format says, the UTF-8 bytes of the text, and whether they were
+    well-formed.
+    """
+    part = memoryview(data)[start:end]
+    text = _native.reader.decode_utf8(part)
+    if "\ufffd" not in text:  # ill-formed bytes become U+FFFD: without one, the bytes are the text's own
+        return text, end - start, True
+    return text, utf8_length(text), decode(part)[1]  # a U+FFFD the file holds is well-formed
 
 
 def whole_body(index: int, name: str, read: FileRead, text: str, *, tally: Tally, measure: int = -1) -> Body:
@@ -117,10 +121,11 @@ def _body(index: int, name: str, excerpt: Excerpt, cap: int, tally: Tally) -> Bo
         if last:
             data += last
         start, end = body_bounds(data, len(data))
-        text, nbytes = _decode(data, start, end)
+        text, nbytes, well_formed = _decode(data, start, end)
         return Body(
-            index=index, name=name, read=excerpt.read, whole=True, over_cap=length > cap and bool(text),
-            text=text, tail="", nbytes=nbytes, start_known=True, end_known=True, tally=tally, tail_units=0,
+            index=index, name=name, read=_marked(excerpt.read, well_formed), whole=True,
+            over_cap=length > cap and bool(text), text=text, tail="", nbytes=nbytes, start_known=True,
+            end_known=True, tally=tally, tail_units=0,
         )  # fmt: skip
     # Read in part. The start's last byte read is the first one left out,
     # so that a cut never splits a character whose bytes run past it. (Three
@@ -130,17 +135,23 @@ def _body(index: int, name: str, excerpt: Excerpt, cap: int, tally: Tally) -> Bo
     start = trim_start(data, 3 if stop >= 3 and data.startswith(BOM) else 0, stop)
     begin = char_start(last)
     end = trim_end(last, begin, len(last))
-    text, text_bytes = _decode(data, start, stop) if start < stop else ("", 0)
-    tail, tail_bytes = _decode(last, begin, end) if begin < end else ("", 0)
+    text, text_bytes, head_well_formed = _decode(data, start, stop) if start < stop else ("", 0, True)
+    tail, tail_bytes, tail_well_formed = _decode(last, begin, end) if begin < end else ("", 0, True)
     # The body's bytes: those of the two texts, and the file's own between
     # them (counted from the end of the start read, and to the start of the
     # end read: more than the body's when one of its ends was not found).
     gap = length - len(last) + begin - stop
     return Body(
-        index=index, name=name, read=excerpt.read, whole=False, over_cap=length > cap, text=text, tail=tail,
+        index=index, name=name, read=_marked(excerpt.read, head_well_formed and tail_well_formed),
+        whole=False, over_cap=length > cap, text=text, tail=tail,
         nbytes=text_bytes + gap + tail_bytes, start_known=start < stop, end_known=begin < end,
         tally=tally,
     )  # fmt: skip
+
+
+def _marked(read: FileRead, well_formed: bool) -> FileRead:
+    """``read`` (of ``read_excerpts``, which does not decode), saying if the body's bytes are well-formed."""
+    return read if well_formed else read._replace(invalid_utf8=True)
 
 
 # Windows are (start, end): the bytes wanted from a file's start and from
@@ -304,6 +315,7 @@ class Reading:
                     if before.tail_units >= 0 and before.tail == body.tail and not body.whole:
                         body.tail_units = before.tail_units
                 self._bodies[index] = body
+                self.reads[index] = body.read
                 self._lengths[index] = excerpt.length
             else:  # gone since it was looked at
                 self._bodies.pop(index, None)
@@ -312,4 +324,4 @@ class Reading:
         options = self._options
         names = [options.names[i] for i in indexes]
         asked = [_reader_window(windows[i], options.cap) for i in indexes]
-        return _native.reader.read_excerpts(self._home, names, options.cap, options.symlinks, asked)
+        return _native.reader.read_excerpts(self._home, names, options.cap, options.policy.word, asked)

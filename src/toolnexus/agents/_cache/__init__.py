@@ -1,17 +1,20 @@
 """``SoulCache``, and how ``compose_many`` and ``acompose`` compose through one.
 
-``_soulcache`` holds the cache itself (the LRU, its lock, statistics, forks)
-and ``_entries`` what it holds; ``_stat`` and ``_notified`` the two ways an
-entry is kept fresh: ``_ways`` makes the kernel watches of a notified cache,
-and ``_watch`` files them and turns events into homes. The two functions
+``_soulcache`` holds the cache itself (the LRU, its lock, statistics,
+forks), ``_entries`` what it holds and ``_calls`` the calls it has seen;
+``_stat`` and ``_notified`` the two ways an entry is kept fresh: ``_ways``
+makes the kernel watches of a notified cache, and ``_watch`` files them and
+turns events into homes. The two functions
 below are the cache's interface to the rest of the package: they alone
-reach into it.
+reach into it, and hand out souls as ``SoulCache.compose`` does
+(``delivered``: strict mode applied).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from .._compose import delivered
 from .._options import Options
 from .._report import Soul
 from ._soulcache import CacheStats, NotificationError, SoulCache, Validate
@@ -43,9 +46,11 @@ def compose_through(
     found = [cache._lookup(key, options) for key in keys]
     missing = [key for key, soul in zip(keys, found, strict=True) if soul is None]
     fresh = iter(run(missing, cache._compose_missing) if missing else ())
-    return [soul if soul is not None else next(fresh) for soul in found]
+    souls = [soul if soul is not None else next(fresh) for soul in found]
+    return [delivered(home, soul, options) for home, soul in zip(homes, souls, strict=True)]
 
 
 def lookup_in_loop(cache: SoulCache, home: bytes, options: Options) -> Soul | None:
     """The cached soul of ``home`` if it can be had without the disk (a notified hit); else None."""
-    return cache._lookup(cache._home(home), options, stat=False)
+    soul = cache._lookup(cache._home(home), options, stat=False)
+    return None if soul is None else delivered(home, soul, options)

@@ -1,4 +1,4 @@
-"""What a ``SoulCache`` holds: the key of a soul, a call's checked arguments, and the counters it reports.
+"""What a ``SoulCache`` holds: the key of a soul, and the counters it reports.
 
 A cached soul is stored as itself, under its key: what keeps it fresh is
 kept beside it (``_stat.Signed``, by key; the keys an event made stale, in a
@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import NamedTuple, TypeAlias
 
 from .._options import Options
-from .._vocabulary import SymlinkPolicy
 
 __all__ = ["CacheStats", "Key", "home_of", "key_of"]
 
@@ -48,14 +47,14 @@ Shape: TypeAlias = tuple[int | None, int | None, str, bool] | None
 # one entry (each recomposes, and takes the entry's place) instead of filling
 # the cache with copies of one soul; the entry answers only the budget it was
 # composed with.
-Key: TypeAlias = tuple[bytes, int, SymlinkPolicy, tuple[str, ...], Shape]
+Key: TypeAlias = tuple[bytes, int, str, tuple[str, ...], Shape]  # the policy by its word
 
 
 def key_of(home: bytes, options: Options) -> Key:
     """The key of ``home``'s soul under ``options``: (home, cap, symlinks, files, shape)."""
     budget = options.budget
     shape = None if budget is None else (budget.total, budget.per_file, budget.keep, budget.count is None)
-    return (home, options.cap, options.symlinks, options.files, shape)
+    return (home, options.cap, options.policy.word, options.files, shape)
 
 
 def home_of(key: Key) -> bytes:

@@ -21,33 +21,40 @@ through the functions of this package's ``__init__`` (``compose_through``,
 from __future__ import annotations
 
 import os
-import pathlib
 import sys
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
-from typing import Final, Literal
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Final, Literal
 
 from .. import _native
-from .._compose import compose_parts, raise_if_unusable, soul_of
-from .._format import MAX_BOOTSTRAP_FILE_BYTES
-from .._options import Budget, Options, PathArg, check_int, check_options, home_path
+from .._compose import compose_parts, delivered, soul_of
+from .._options import (
+    Budget,
+    ComposeOptions,
+    Options,
+    PathArg,
+    check_int,
+    check_options,
+    home_path,
+    takes_options,
+)
 from .._report import Soul
-from .._vocabulary import Composed, FileStatus, SymlinkPolicy
+from .._vocabulary import POLICIES, Composed, FileStatus
+from ._calls import Calls, absolute
 from ._entries import CacheStats, Key, home_of, key_of
 from ._notified import Notifications, Unwatchable
 from ._stat import Signed, before_read, still_valid
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["CacheStats", "NotificationError", "SoulCache", "Validate"]
 
 Validate = Literal["auto", "notify", "stat"]
 """How a ``SoulCache`` notices a change: "auto", "notify" or "stat" (see ``SoulCache``)."""
 _VALIDATE: Final = ("auto", "notify", "stat")
-# Path types whose value cannot change (not subclasses: those might).
-_FIXED_PATHS: Final = frozenset(
-    {str, bytes, pathlib.PosixPath, pathlib.PurePosixPath, pathlib.WindowsPath, pathlib.PureWindowsPath}
-)
 
 
 class NotificationError(OSError):
@@ -104,84 +111,36 @@ class SoulCache:
         self._stale: set[Key] = set()
         self._homes: dict[bytes, Key | set[Key]] = {}  # home -> its key in _entries (a set if several)
         self._notifications = Notifications()
-        self._calls: dict[object, Key] = {}  # see compose()
+        self._calls = Calls()
         self._closed = False
         self._hits = self._misses = self._stale_count = 0
         _CACHES.add(self)
 
-    def compose(
-        self,
-        dir: PathArg,
-        *,
-        max_file_bytes: int = MAX_BOOTSTRAP_FILE_BYTES,
-        symlinks: SymlinkPolicy = "follow",
-        strict: bool = False,
-        files: Sequence[str] | None = None,
-        budget: Budget | None = None,
-    ) -> Soul:
+    @takes_options
+    def compose(self, dir: PathArg, **options: Unpack[ComposeOptions]) -> Soul:
         """The soul of ``dir``: the cached object if still valid, else a fresh one.
 
-        Takes ``compose``'s options, and caches by them.
+        Takes ``compose``'s options, and caches by them (``strict`` aside: one
+        soul serves strict and lenient calls, and strict mode raises for it
+        as ``compose`` would).
         """
-        # A warm call costs about two microseconds, so the arguments of calls
-        # seen before are not checked again: they map straight to their key.
-        # (True == 1: the types are checked, so that True still fails the check.)
-        # A relative path is remembered with the working directory it was
-        # made absolute in: a chdir leads it elsewhere.
-        # What is remembered is the key alone, a plain tuple: nothing the cyclic
-        # collector walks, for each of 100,000 homes.
-        # A path object is remembered as its text, which holds nothing the collector walks.
-        named = dir if type(dir) is str or type(dir) not in _FIXED_PATHS else os.fspath(dir)
-        call = (named, max_file_bytes, symlinks, strict, files, budget)
-        key = None
-        try:
-            if type(max_file_bytes) is int and type(strict) is bool:
-                key = self._calls.get(call)
-                if key is None and type(dir) in _FIXED_PATHS and not _absolute(named):
-                    key = self._calls.get((call, os.getcwdb()))
-        except TypeError:  # unhashable (files as a list): checked on every call
-            key = None
-        options = None
+        call, key = self._calls.recall(dir, options)  # a call seen before was checked then
+        checked = None
         if key is None:
-            where = b"" if _absolute(dir) else os.getcwdb()
+            where = b"" if absolute(dir) else os.getcwdb()
             path = home_path(dir)
             home = self._home(path)
-            options = check_options(max_file_bytes, symlinks, strict, files, budget)
-            key = key_of(home, options)
-            self._remember(dir, call, key, where, relative=home != path)
-        soul = self._find(key, budget, True)
+            checked = check_options(options, "SoulCache.compose")
+            key = key_of(home, checked)
+            self._calls.remember(dir, call, key, where, home != path, self._lock, self._maxsize)
+        soul = self._find(key, options.get("budget"), True)
+        if soul is not None and not options.get("strict"):
+            return soul
+        # A call seen before had its options checked: the check remembers them.
+        checked = checked or check_options(options, "SoulCache.compose")
         if soul is None:
-            if options is None:  # a call seen before: its options are checked (and kept by the check)
-                options = check_options(max_file_bytes, symlinks, strict, files, budget)
-            (soul,) = self._compose_missing([home_of(key)], options)
-        if strict:  # naming the path as given, as compose does
-            raise_if_unusable(home_path(dir), soul.files)
-        return soul
-
-    def _remember(
-        self, dir: PathArg, call: tuple[object, ...], key: Key, where: bytes, *, relative: bool
-    ) -> None:
-        """Map a checked call to its key, if it can be: hashable, its path a fixed value.
-
-        A relative path (made absolute against ``where``, the working
-        directory) goes under the call and ``where`` (if the directory is
-        still that).
-        """
-        if type(dir) not in _FIXED_PATHS:
-            return  # another path-like may say something else next time
-        memo: object = call
-        if relative:
-            if os.getcwdb() != where:
-                return  # the directory changed meanwhile
-            memo = (call, where)
-        try:
-            hash(memo)
-        except TypeError:
-            return
-        with self._lock:
-            if len(self._calls) >= 2 * self._maxsize:
-                self._calls.clear()
-            self._calls[memo] = key
+            (soul,) = self._compose_missing([home_of(key)], checked)
+        return delivered(home_path(dir), soul, checked)  # strict mode names the path as given
 
     # -- the private interface of compose_many and acompose ----------------------
 
@@ -204,9 +163,7 @@ class SoulCache:
         return self._find(key_of(home, options), options.budget, stat)
 
     def _compose_missing(self, homes: list[bytes], options: Options) -> list[Soul]:
-        """Compose homes (from ``_home``) that ``_lookup`` did not find, and cache them."""
-        # Not strict here: the cached soul serves strict and lenient calls.
-        lenient = options._replace(strict=False) if options.strict else options
+        """Compose homes (from ``_home``) that ``_lookup`` did not find, and cache them (never strict)."""
         notified: list[bytes] = []
         try:
             signed: list[Signed | None] = []  # per home, before its read; None: notified
@@ -215,16 +172,16 @@ class SoulCache:
                     notified.append(home)
                     signed.append(None)
                 else:
-                    signed.append(before_read(home, options.names, options.symlinks))
+                    signed.append(before_read(home, options.names, options.policy))
             # Composed outside the lock: one slow disk must not stall other homes.
-            composed = compose_parts(homes, lenient)
-            self._watch_linked(homes, lenient, composed, signed, notified)
+            composed = compose_parts(homes, options)
+            self._watch_linked(homes, options, composed, signed, notified)
         except BaseException:
             with self._lock:
                 for home in notified:
                     self._notifications.done_reading(home, keep=False, notified=self._notified)
             raise
-        souls = [soul_of(home, each, lenient) for home, each in zip(homes, composed, strict=True)]
+        souls = [soul_of(each, options) for each in composed]
         with self._lock:
             self._drain()  # what changed while the homes were read
             for index, (home, soul) in enumerate(zip(homes, souls, strict=True)):
@@ -262,7 +219,7 @@ class SoulCache:
                 with self._lock:  # auto: stat validation for this home
                     self._notifications.done_reading(home, keep=False, notified=self._notified)
                 notified.remove(home)
-                signed[index] = before_read(home, options.names, options.symlinks)
+                signed[index] = before_read(home, options.names, options.policy)
         if not again:
             return
         for index, fresh in zip(again, compose_parts([homes[i] for i in again], options), strict=True):
@@ -293,8 +250,8 @@ class SoulCache:
                 self._entries.move_to_end(key)  # no event since it was read
                 self._hits += 1
                 return soul
-        _, _, symlinks, _, _ = key
-        if not stat or not still_valid(signed, symlinks):
+        _, _, word, _, _ = key
+        if not stat or not still_valid(signed, POLICIES[word]):
             return None
         with self._lock:
             if key in self._entries:
@@ -489,8 +446,3 @@ def _linked(composed: Composed, options: Options) -> list[bytes]:
         for name, read in zip(options.names, composed.reads, strict=True)
         if read.linked and read.status != FileStatus.REFUSED
     ]
-
-
-def _absolute(dir: object) -> bool:
-    """Is ``dir`` an absolute ``str`` or ``bytes`` path (a key the working directory cannot change)?"""
-    return (type(dir) is str and dir[:1] == "/") or (type(dir) is bytes and dir[:1] == b"/")

@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 from typing import Final, TypeAlias
 
-from .._vocabulary import SymlinkPolicy
+from .._vocabulary import Policy
 
 __all__ = ["RACY_WINDOW_NS", "Signed", "before_read", "signature", "still_valid"]
 
@@ -51,27 +51,22 @@ def _stat(path: bytes, follow: bool, since: int) -> tuple[Stat, bool]:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode), changed >= since
 
 
-def signature(
-    paths: Sequence[bytes], symlinks: SymlinkPolicy, since: int = _NEVER
-) -> tuple[tuple[Stat, ...], bool]:
-    """What the names look like now, seen as ``compose`` would see them; and if any changed at ``since``."""
-    if symlinks == "follow":  # the file at the end of any links
-        seen = [_stat(path, True, since) for path in paths]
-    elif symlinks == "refuse":  # the name itself; a link is refused whatever it points to
-        seen = [_stat(path, False, since) for path in paths]
-    else:  # within: the link and its target, so swapping either is a change
-        seen = [each for path in paths for each in (_stat(path, False, since), _stat(path, True, since))]
+def signature(paths: Sequence[bytes], policy: Policy, since: int = _NEVER) -> tuple[tuple[Stat, ...], bool]:
+    """What the names look like now, stat'ed by the policy's recipe as ``compose`` would see them; and if
+    any changed at ``since``.
+    """
+    seen = [_stat(path, follow, since) for path in paths for follow in policy.stats]
     return tuple([stat for stat, _ in seen]), any(recent for _, recent in seen)
 
 
-def before_read(home: bytes, names: Sequence[bytes], symlinks: SymlinkPolicy) -> Signed:
+def before_read(home: bytes, names: Sequence[bytes], policy: Policy) -> Signed:
     """Stat ``names`` in ``home`` now, before the soul is read."""
     paths = tuple(os.path.join(home, name) for name in names)
-    stats, racy = signature(paths, symlinks, _clock() - RACY_WINDOW_NS)
+    stats, racy = signature(paths, policy, _clock() - RACY_WINDOW_NS)
     return paths, stats, racy
 
 
-def still_valid(signed: Signed, symlinks: SymlinkPolicy) -> bool:
+def still_valid(signed: Signed, policy: Policy) -> bool:
     """Do the names look as they did before the soul was read (and could that be told)?"""
     paths, stats, racy = signed
-    return not racy and signature(paths, symlinks)[0] == stats
+    return not racy and signature(paths, policy)[0] == stats

@@ -74,7 +74,7 @@ cdef extern from "Python.h":
 
 tnx_utf8_init()
 
-# The places of _vocabulary's FileStatus members and POLICIES, for code without
+# The places of _vocabulary's FileStatus members, and the codes of its POLICIES, for code without
 # the GIL (checked at import, below).
 cdef enum:
     PRESENT = 0
@@ -121,6 +121,7 @@ cdef struct Outcome:
     size_t length  # the file's length as read
     bint stable
     bint truncated  # more than the first want bytes
+    bint symlink  # the name is a symlink (FileRead.symlink)
     bint linked  # reached through a symlink, or with other hard links
     # Set for a present file, by _place_body(), without the GIL:
     size_t body  # where the body starts in the arena (after cut, BOM and trim)
@@ -398,6 +399,7 @@ cdef void _read_entry(int dirfd, const char *name, int policy, size_t want, size
     cdef bint linked
     cdef int fd = _open_entry(dirfd, name, policy, &linked)
     out.kind = 0
+    out.symlink = linked
     out.linked = linked
     out.home_failed = False
     out.size_on_disk = -1
@@ -517,6 +519,7 @@ cdef void _read_home(const char *home, const char **names, Py_ssize_t nnames, in
             out.kind = 0
             out.size_on_disk = -1
             out.home_failed = True
+            out.symlink = False
             out.linked = False
             out.offset = 0
             out.nread = 0
@@ -712,7 +715,8 @@ cdef inline void _put(object read, Py_ssize_t index, object value):
 
 
 cdef object _file_read(int status, int err, int kind, size_t nread, bint truncated, bint stable,
-                       long long size_on_disk, bint linked, size_t body_chars=0, size_t body_bytes=0):
+                       long long size_on_disk, bint linked, bint symlink, size_t body_chars=0,
+                       size_t body_bytes=0, bint invalid_utf8=False):
     """A ``FileRead``, built in place: one allocation, no temporary tuple.
 
     Off the cyclic collector's lists once filled: it holds atomic values only
@@ -735,6 +739,8 @@ cdef object _file_read(int status, int err, int kind, size_t nread, bint truncat
     cdef object chars = body_chars
     _put(read, 8, chars)
     _put(read, 9, chars if body_bytes == body_chars else body_bytes)
+    _put(read, 10, symlink)
+    _put(read, 11, invalid_utf8)
     PyObject_GC_UnTrack(<void *>read)
     return read
 
@@ -750,15 +756,15 @@ cdef object _composed(object soul, Outcome *outs, Py_ssize_t nnames, _Heads head
         out = &outs[i]
         if out.status == PRESENT:
             _put(reads, i, _file_read(PRESENT, 0, out.kind, out.nread, out.truncated, out.stable,
-                                      out.size_on_disk, out.linked,
+                                      out.size_on_disk, out.linked, out.symlink,
                                       out.utf8.nchars if out.well_formed else out.text.length,
-                                      out.text_bytes))
+                                      out.text_bytes, not out.well_formed))
             present += 1
         elif out.status == MISSING and out.err == ENOENT and not out.linked:
             _put(reads, i, _MISSING_ENOENT)
         else:
             _put(reads, i, _file_read(out.status, out.err, out.kind, 0, False, out.stable, out.size_on_disk,
-                                      out.linked))
+                                      out.linked, out.symlink))
     if present == 0:
         found = ()
     else:
@@ -781,7 +787,7 @@ cdef object _composed(object soul, Outcome *outs, Py_ssize_t nnames, _Heads head
 # The result types, built in place at these arities (the module keeps the types alive),
 # and FileStatus by code: checked here, at import, against _vocabulary.
 cdef enum:
-    FILE_READ_FIELDS = 10
+    FILE_READ_FIELDS = 12
     COMPOSED_FIELDS = 5
 cdef PyTypeObject *_FILE_READ = <PyTypeObject *>FileRead
 cdef PyTypeObject *_COMPOSED = <PyTypeObject *>Composed
@@ -789,8 +795,9 @@ cdef tuple _STATUSES = tuple(member.value for member in FileStatus)  # a FileRea
 if (len(FileRead._fields) != FILE_READ_FIELDS or len(Composed._fields) != COMPOSED_FIELDS
         or [FileStatus(_STATUSES[code]).name for code in (PRESENT, MISSING, NOT_REGULAR, UNREADABLE, REFUSED)]
         != ["PRESENT", "MISSING", "NOT_REGULAR", "UNREADABLE", "REFUSED"]
-        or [POLICIES[code] for code in (FOLLOW, WITHIN, REFUSE, WITHIN_PORTABLE)]
-        != ["follow", "within", "refuse", "within-portable"]):
+        or [(policy.word, policy.code) for policy in POLICIES.values()]
+        != [("follow", FOLLOW), ("within", WITHIN), ("refuse", REFUSE),
+            ("within-portable", WITHIN_PORTABLE)]):
     raise ImportError("_capread's result arities, status or policy codes differ from _vocabulary's")
 # The most common result of all, shared instead of built per call.
 _MISSING_ENOENT = FileRead(FileStatus.MISSING.value, ENOENT, 0, 0, False, True, None, False, 0, 0)
@@ -798,17 +805,11 @@ PyObject_GC_UnTrack(<void *>_MISSING_ENOENT)
 
 
 cdef int _policy(object symlinks) except -1:
-    """The code of a policy, or the check's error."""
-    if symlinks == "follow":
-        return FOLLOW
-    if symlinks == "within":
-        return WITHIN
-    if symlinks == "refuse":
-        return REFUSE
-    if symlinks == "within-portable":
-        return WITHIN_PORTABLE
-    check_arguments((), (), 1, symlinks)  # raises, in the shared words
-    return -1
+    """The code of the policy ``symlinks`` names (``_vocabulary.POLICIES``), or the check's error."""
+    policy = POLICIES.get(symlinks) if isinstance(symlinks, str) else None
+    if policy is None:
+        check_arguments((), (), 1, symlinks)  # raises, in the shared words
+    return policy.code
 
 
 cdef bint _process_error(int err) noexcept nogil:
@@ -995,13 +996,13 @@ def read_excerpts(bytes home, names, Py_ssize_t cap, symlinks, windows):
             out = &outs[i]
             if out.status == PRESENT:
                 read = _file_read(PRESENT, 0, out.kind, out.nread + out.tail_len, out.truncated, out.stable,
-                                  out.size_on_disk, out.linked)
+                                  out.size_on_disk, out.linked, out.symlink)
                 excerpts.append(_excerpt(out, arena.data, read))
             elif out.status == MISSING and out.err == ENOENT and not out.linked:
                 excerpts.append(_MISSING_EXCERPT)
             else:
                 read = _file_read(out.status, out.err, out.kind, 0, False, out.stable, out.size_on_disk,
-                                  out.linked)
+                                  out.linked, out.symlink)
                 excerpts.append(Excerpt(read, 0, None, None))
         return tuple(excerpts)
     finally:

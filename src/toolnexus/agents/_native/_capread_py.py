@@ -17,8 +17,8 @@ import time
 from collections.abc import Sequence
 
 from .._format import body_and_bytes, decode
-from .._vocabulary import Composed, Excerpt, FileRead, FileStatus, Layout
-from ._open_py import ABSENT, classify_open_error, open_entry
+from .._vocabulary import REFUSE, Composed, Excerpt, FileRead, FileStatus, Layout, Policy
+from ._open_py import ABSENT, SymlinkError, classify_open_error, open_entry
 from ._twins import PROCESS_ERRORS, check_arguments, check_layout, check_windows, process_error
 
 __all__ = ["compose_homes", "decode_utf8", "read_excerpts"]
@@ -124,24 +124,28 @@ def _read_last(fd: int, tail: int, size: int, have: int, limit: int) -> tuple[by
 
 
 def _read_entry(
-    fd: int, want: int, tail: int, limit: int, linked: bool
+    fd: int, want: int, tail: int, limit: int, symlink: bool
 ) -> tuple[FileRead, bytes | bytearray | None, bytes, int]:
     """Read an open name: its first ``want`` bytes at most, and its last ``tail`` when it is longer.
 
     Returns its ``FileRead``, the bytes from its start (None unless present),
     the bytes at its end (empty unless it is longer than ``want``), and the
-    file's length as read. ``tail`` 0 is the plain capped read. ``linked``:
+    file's length as read. ``tail`` 0 is the plain capped read. ``symlink``:
     the name was a symlink.
     """
     before = os.fstat(fd)
     kind = before.st_mode & _S_IFMT
-    linked = linked or before.st_nlink > 1
+    linked = symlink or before.st_nlink > 1
     if kind != _S_IFREG:
-        return FileRead(_NOT_REGULAR, 0, kind, 0, False, True, None, linked), None, b"", 0
+        read = FileRead(_NOT_REGULAR, 0, kind, 0, False, True, None, linked, 0, 0, symlink)
+        return read, None, b"", 0
     first, one_read = _read_capped(fd, want, before.st_size)
     got = len(first)
     if got < want and _trusted(got, before, one_read):  # the usual case: all of it, in one small read
-        return FileRead(_PRESENT, 0, kind, got, False, True, before.st_size, linked), first, b"", got
+        read = _new(
+            FileRead, (_PRESENT, 0, kind, got, False, True, before.st_size, linked, 0, 0, symlink, False)
+        )
+        return read, first, b"", got
     tries = 1
     while True:
         if tries > 1:
@@ -175,7 +179,9 @@ def _read_entry(
         before = after
         os.lseek(fd, 0, os.SEEK_SET)
         tries += 1
-    read = FileRead(_PRESENT, 0, kind, got + len(last), got == want, stable, before.st_size, linked)
+    read = FileRead(
+        _PRESENT, 0, kind, got + len(last), got == want, stable, before.st_size, linked, 0, 0, symlink
+    )
     return read, first, last, end
 
 
@@ -205,40 +211,40 @@ def _open_home(home: bytes) -> int | FileRead:
 
 
 def _read_name(  # noqa: PLR0917 - the reading's every parameter, as the compiled twin's is
-    dirfd: int, home: bytes, name: bytes, symlinks: str, want: int, tail: int, limit: int
+    dirfd: int, home: bytes, name: bytes, policy: Policy, want: int, tail: int, limit: int
 ) -> tuple[FileRead, bytes | bytearray | None, bytes, int]:
     """Open ``name`` as the policy says and ``_read_entry`` it; any trouble of the file's is in the FileRead.
 
     Trouble of the process's (no descriptor or memory left) raises.
     """
     try:
-        fd, linked = open_entry(dirfd, home, name, symlinks)
+        fd, symlink = open_entry(dirfd, home, name, policy)
     except OSError as exc:
-        return _not_opened(exc, dirfd, home, name, symlinks), None, b"", 0
+        return _not_opened(exc, dirfd, home, name, policy), None, b"", 0
     try:
-        return _read_entry(fd, want, tail, limit, linked)
+        return _read_entry(fd, want, tail, limit, symlink)
     except OSError as exc:
-        return _not_read(exc, home, name, linked), None, b"", 0
+        return _not_read(exc, home, name, symlink), None, b"", 0
     finally:
         os.close(fd)
 
 
-def _not_opened(exc: OSError, dirfd: int, home: bytes, name: bytes, symlinks: str) -> FileRead:
+def _not_opened(exc: OSError, dirfd: int, home: bytes, name: bytes, policy: Policy) -> FileRead:
     err = exc.errno or errno.EIO
-    linked = bool(getattr(exc, "linked", False))  # open_entry says so of a symlink
-    if err == errno.ENOENT and not linked:
+    symlink = isinstance(exc, SymlinkError)
+    if err == errno.ENOENT and not symlink:
         return _MISSING_ENOENT
     if err in PROCESS_ERRORS:
         raise process_error(err, os.path.join(home, name)) from None
-    status = classify_open_error(err, symlinks)
+    status = classify_open_error(err, policy)
     # A socket cannot be opened: say what it is.
-    kind = _kind_at(dirfd, home, name, symlinks) if status is FileStatus.NOT_REGULAR else 0
-    return FileRead(status.value, err, kind, 0, False, True, None, linked)
+    kind = _kind_at(dirfd, home, name, policy) if status is FileStatus.NOT_REGULAR else 0
+    return FileRead(status.value, err, kind, 0, False, True, None, symlink, 0, 0, symlink)
 
 
-def _kind_at(dirfd: int, home: bytes, name: bytes, symlinks: str) -> int:
+def _kind_at(dirfd: int, home: bytes, name: bytes, policy: Policy) -> int:
     """The file type bits of ``name`` (not followed if the policy refuses links), 0 if unknown."""
-    follow = symlinks != "refuse"
+    follow = policy is not REFUSE
     try:
         if dirfd >= 0:
             st = os.stat(name, dir_fd=dirfd, follow_symlinks=follow)
@@ -249,14 +255,16 @@ def _kind_at(dirfd: int, home: bytes, name: bytes, symlinks: str) -> int:
     return st.st_mode & _S_IFMT
 
 
-def _not_read(exc: OSError, home: bytes, name: bytes, linked: bool) -> FileRead:
+def _not_read(exc: OSError, home: bytes, name: bytes, symlink: bool) -> FileRead:
     err = exc.errno or errno.EIO
     if err in PROCESS_ERRORS:
         raise process_error(err, os.path.join(home, name)) from None
-    return FileRead(FileStatus.UNREADABLE.value, err, stat.S_IFREG, 0, False, True, None, linked)
+    return FileRead(
+        FileStatus.UNREADABLE.value, err, stat.S_IFREG, 0, False, True, None, symlink, 0, 0, symlink
+    )
 
 
-def _compose_home(home: bytes, names: Sequence[bytes], cap: int, symlinks: str, layout: Layout) -> Composed:
+def _compose_home(home: bytes, names: Sequence[bytes], cap: int, policy: Policy, layout: Layout) -> Composed:
     """Read one home's files and compose its soul, as ``compose_homes`` says."""
     dirfd = _open_home(home)
     if not isinstance(dirfd, int):
@@ -266,12 +274,12 @@ def _compose_home(home: bytes, names: Sequence[bytes], cap: int, symlinks: str, 
     reads: list[FileRead] = []
     try:
         for index, name in enumerate(names):
-            read, data, _, _ = _read_name(dirfd, home, name, symlinks, cap + 1, 0, cap + 1)
+            read, data, _, _ = _read_name(dirfd, home, name, policy, cap + 1, 0, cap + 1)
             if data is None:
                 reads.append(read)
                 continue
-            body, nbytes = body_and_bytes(data, cap)
-            reads.append(_new(FileRead, (*read[:8], len(body), nbytes)))
+            body, nbytes, well_formed = body_and_bytes(data, cap)
+            reads.append(_new(FileRead, (*read[:8], len(body), nbytes, read.symlink, not well_formed)))
             found.append(layout.files[index])
             pieces.append(layout.nexts[index] if pieces else layout.firsts[index])
             pieces.append(body)
@@ -325,9 +333,9 @@ def compose_homes(
     report. Raises OSError for the process's: no descriptor (EMFILE, ENFILE)
     or no memory (ENOMEM) to be had.
     """
-    check_arguments(homes, names, cap, symlinks)
+    policy = check_arguments(homes, names, cap, symlinks)
     _check_layout(layout, len(names))
-    return [_compose_home(home, names, cap, symlinks, layout) for home in homes]
+    return [_compose_home(home, names, cap, policy, layout) for home in homes]
 
 
 def read_excerpts(
@@ -349,7 +357,7 @@ def read_excerpts(
     ``Excerpt.read`` reports; the process's trouble raises, as for
     ``compose_homes``.
     """
-    check_arguments([home], names, cap, symlinks)
+    policy = check_arguments([home], names, cap, symlinks)
     check_windows(windows, len(names), cap)
     dirfd = _open_home(home)
     if not isinstance(dirfd, int):
@@ -358,7 +366,7 @@ def read_excerpts(
     try:
         for name, (head, tail) in zip(names, windows, strict=True):
             want = head + tail + 1
-            read, first, last, end = _read_name(dirfd, home, name, symlinks, want, tail, cap + 1)
+            read, first, last, end = _read_name(dirfd, home, name, policy, want, tail, cap + 1)
             if first is None:
                 excerpts.append(Excerpt(read, 0, None, None))
             else:

@@ -4,7 +4,8 @@
 there is no ``dir_fd``), as ``_capread.pyx`` and ``include/capread_os.h`` do:
 ``follow`` opens it as named; ``refuse`` with ``O_NOFOLLOW``; ``within``
 with ``openat2(RESOLVE_BENEATH)`` where the kernel has it, else the
-portable check. ``classify_open_error`` says what a failed open means.
+portable check. An open that fails at a name that is a symlink raises
+``SymlinkError``. ``classify_open_error`` says what a failed open means.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ import os
 import sys
 from collections.abc import Callable
 
-from .._vocabulary import FileStatus
+from .._vocabulary import REFUSE, WITHIN, WITHIN_PORTABLE, FileStatus, Policy
 
-__all__ = ["ABSENT", "FILE_FLAGS", "classify_open_error", "open_entry"]
+__all__ = ["ABSENT", "FILE_FLAGS", "SymlinkError", "classify_open_error", "open_entry"]
 
 _O_PATH = getattr(os, "O_PATH", 0)
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -31,6 +32,14 @@ FILE_FLAGS = (
 ABSENT = frozenset({errno.ENOENT, errno.ENOTDIR})
 # O_NOFOLLOW on a symlink fails with ELOOP on Linux and macOS, EMLINK on FreeBSD.
 _SYMLINK_REFUSED = frozenset({errno.ELOOP, errno.EMLINK})
+
+
+class SymlinkError(OSError):
+    """An open that failed at a name that is a symlink (with the errno it failed with)."""
+
+    @classmethod
+    def of(cls, exc: OSError) -> SymlinkError:
+        return exc if isinstance(exc, SymlinkError) else cls(exc.errno, exc.strerror)
 
 
 def _openat2_beneath() -> Callable[[int, bytes, int], int] | None:
@@ -98,6 +107,7 @@ def _open_within_portable(dirfd: int, home: bytes, name: bytes) -> tuple[int, bo
     The portable stand-in for RESOLVE_BENEATH: a target with a ``/`` (absolute,
     ``..``, or in a subdirectory) is refused, and the target itself is opened
     with O_NOFOLLOW, so a swap between check and open cannot lead outside.
+    Raises ``SymlinkError`` once the name is known to be a symlink.
     """
     try:
         return _open_nofollow(dirfd, home, name), False
@@ -110,55 +120,51 @@ def _open_within_portable(dirfd: int, home: bytes, name: bytes) -> tuple[int, bo
             raise OSError(errno.EXDEV, os.strerror(errno.EXDEV))
         return _open_nofollow(dirfd, home, target), True
     except OSError as exc:
-        exc.linked = True  # type: ignore[attr-defined]
-        raise
+        raise SymlinkError.of(exc) from None
 
 
-def open_entry(dirfd: int, home: bytes, name: bytes, symlinks: str) -> tuple[int, bool]:
-    """Open ``name`` as the policy says: its descriptor, and whether it was reached through a symlink.
+def open_entry(dirfd: int, home: bytes, name: bytes, policy: Policy) -> tuple[int, bool]:
+    """Open ``name`` as ``policy`` says: its descriptor, and whether it was reached through a symlink.
 
     A name is first opened with O_NOFOLLOW: a file needs no other open, and
     for a symlink ELOOP (EMLINK on FreeBSD) says what it is. Raises the
-    open's OSError, and sets ``linked`` on it when the name is a symlink.
+    open's OSError: a ``SymlinkError`` when the name is a symlink.
     """
-    if symlinks == "refuse":
+    if policy is REFUSE:
         return _open_nofollow(dirfd, home, name), False
-    if symlinks == "within-portable" or (symlinks == "within" and (_openat2 is None or dirfd < 0)):
+    if policy is WITHIN_PORTABLE or (policy is WITHIN and (_openat2 is None or dirfd < 0)):
         return _open_within_portable(dirfd, home, name)
-    linked = False
     try:
-        return _open_once(dirfd, home, name, symlinks, _O_NOFOLLOW), False
+        return _open_once(dirfd, home, name, policy, _O_NOFOLLOW), False
     except OSError as exc:
         if exc.errno not in _SYMLINK_REFUSED or not _O_NOFOLLOW:
-            return _within_fallback(exc, dirfd, home, name, symlinks)
-        linked = True  # a symlink: followed now, as the policy says
-    try:
-        return _open_once(dirfd, home, name, symlinks, 0), True
+            return _within_fallback(exc, dirfd, home, name, policy)
+    try:  # a symlink: followed now, as the policy says
+        return _open_once(dirfd, home, name, policy, 0), True
     except OSError as exc:
-        exc.linked = linked  # type: ignore[attr-defined]
-        return _within_fallback(exc, dirfd, home, name, symlinks)
+        return _within_fallback(SymlinkError.of(exc), dirfd, home, name, policy)
 
 
-def _open_once(dirfd: int, home: bytes, name: bytes, symlinks: str, extra: int) -> int:
-    if symlinks == "within":
+def _open_once(dirfd: int, home: bytes, name: bytes, policy: Policy, extra: int) -> int:
+    if policy is WITHIN:
         assert _openat2 is not None
         return _openat2(dirfd, name, extra)
     return _open(dirfd, home, name, FILE_FLAGS | extra)
 
 
-def _within_fallback(exc: OSError, dirfd: int, home: bytes, name: bytes, symlinks: str) -> tuple[int, bool]:
+def _within_fallback(exc: OSError, dirfd: int, home: bytes, name: bytes, policy: Policy) -> tuple[int, bool]:
     """Raise ``exc``, unless ``within`` met a kernel without openat2 (ENOSYS) or a seccomp filter (EPERM)."""
-    if symlinks == "within" and exc.errno in (errno.ENOSYS, errno.EPERM):
+    if policy is WITHIN and exc.errno in (errno.ENOSYS, errno.EPERM):
         return _open_within_portable(dirfd, home, name)
     raise exc
 
 
-def classify_open_error(err: int, symlinks: str) -> FileStatus:
+def classify_open_error(err: int, policy: Policy) -> FileStatus:
     if err in ABSENT:
         return FileStatus.MISSING
-    if err == errno.EXDEV and symlinks in ("within", "within-portable"):
+    if err == errno.EXDEV and (policy is WITHIN or policy is WITHIN_PORTABLE):
         return FileStatus.REFUSED
-    if err in _SYMLINK_REFUSED and symlinks in ("refuse", "within-portable"):
+    if err in _SYMLINK_REFUSED and (policy is REFUSE or policy is WITHIN_PORTABLE):
         return FileStatus.REFUSED
     if err in (errno.ENXIO, errno.EOPNOTSUPP):  # a socket (Linux; macOS), or a driverless device
         return FileStatus.NOT_REGULAR

@@ -15,7 +15,7 @@ import os
 from collections.abc import Sequence
 from typing import Final, Protocol
 
-from .._vocabulary import POLICIES, Composed, Excerpt, Layout
+from .._vocabulary import POLICIES, Composed, Excerpt, Layout, Policy
 
 __all__ = [
     "PROCESS_ERRORS",
@@ -61,11 +61,12 @@ class Notifier(Protocol):
     def filesystem_type(self, path: bytes) -> int: ...
 
 
-def check_arguments(homes: Sequence[object], names: Sequence[object], cap: int, symlinks: object) -> None:
-    """Raise TypeError or ValueError for what a reader cannot take: the same for both twins."""
+def check_arguments(homes: Sequence[object], names: Sequence[object], cap: int, symlinks: object) -> Policy:
+    """The policy ``symlinks`` names; TypeError or ValueError for what a reader cannot take (both twins')."""
     if cap < 1:
         raise ValueError("cap must be >= 1")
-    if symlinks not in POLICIES:
+    policy = POLICIES.get(symlinks) if isinstance(symlinks, str) else None
+    if policy is None:
         raise ValueError(f"symlinks must be one of {', '.join(POLICIES)}, not {symlinks!r}")
     for name in names:
         if not isinstance(name, bytes):
@@ -75,6 +76,7 @@ def check_arguments(homes: Sequence[object], names: Sequence[object], cap: int, 
             raise TypeError(f"homes must be bytes, not {type(home).__name__}")
         if b"\0" in home:
             raise ValueError("embedded null byte")
+    return policy
 
 
 def check_layout(layout: Layout, count: int) -> None:

@@ -3,7 +3,8 @@
 ``record`` is the JSON object of ``compose --json`` and of every ``batch``
 line: the home (``dir``, and ``dir_b64`` when its name is not UTF-8)
 and ``Soul.as_dict()``. ``table`` is ``check``'s table of one home, which
-says what each number is.
+says what each number is, and what else a host should know of a file: that
+it was reached through a symlink, or holds bytes that are not UTF-8.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import base64
 import os
 
-from .. import Budget, FileReport, FileStatus, Soul
+from .. import NEAR_LIMIT, Budget, FileReport, FileStatus, Soul
 from ._output import shown
 
 __all__ = ["dir_fields", "problem_line", "record", "table", "unit"]
@@ -71,18 +72,31 @@ def _state(report: FileReport, soul: Soul) -> str:
     return report.status.value
 
 
+def _notes(report: FileReport, kept: bool) -> str:
+    """A row's last column: why a file is not present; or what a budget kept (with ``kept``), and more."""
+    if report.status is FileStatus.MISSING:
+        return ""
+    if report.status is not FileStatus.PRESENT:
+        return f"  {report.error}"
+    notes = [_kept(report)] if kept else []
+    if report.symlink:
+        notes.append("through a symlink")
+    if report.invalid_utf8:
+        notes.append("not valid UTF-8")
+    return "  " + "; ".join(notes) if notes else ""
+
+
 def table(home: str, soul: Soul) -> str:
-    """One home's table: each file's status, its size on disk, the bytes read, what a budget kept."""
+    """One home's table: each file's status, size on disk, bytes read, what a budget kept, and notes."""
     budget_unit = "" if soul.budget is None else unit(soul.budget)
     head = f"  {'file':<12} {'status':<20}{'on disk':>12}{'read':>12}"
     lines = [shown(home), head + (f"  kept ({budget_unit})" if budget_unit else "")]
     for report in soul.files:
         if report.status is FileStatus.PRESENT:
             sizes = f"{_on_disk(report):>12}{report.bytes_read:>10,d} B"
-            note = f"  {_kept(report)}" if budget_unit else ""
         else:
             sizes = f"{'-':>12}{'-':>12}"
-            note = "" if report.status is FileStatus.MISSING else f"  {report.error}"
+        note = _notes(report, bool(budget_unit))
         lines.append(f"  {shown(report.name):<12} {_state(report, soul):<20}{sizes}{note}".rstrip())
     there = sum(report.status is FileStatus.PRESENT for report in soul.files)
     if soul.budget is not None and there and not soul.found:
@@ -101,6 +115,7 @@ def table(home: str, soul: Soul) -> str:
             if soul.cut_files
             else "nothing cut"
         )
-        near = ", near its limit" if soul.near_limit else ""
+        # The line says what was cut; "near" is the share of the total, as the percentage beside it.
+        near = ", near its limit" if total is not None and soul.used >= NEAR_LIMIT * total else ""
         lines.append(f"  budget: {soul.used:,} {budget_unit} ({limit}{near}); {cut}")
     return "\n".join(lines) + "\n"

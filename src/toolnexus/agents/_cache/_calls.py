@@ -1,0 +1,91 @@
+"""The calls a ``SoulCache`` has seen, each mapped to the key its checked arguments made.
+
+A warm call costs about two microseconds, so the arguments of a call seen
+before are not checked again: the call maps straight to its key. A call is
+its path alone when it has no options, else the path, the options' names
+and their values. (True == 1 == 1.0: the types of the options that could
+pass so are checked, so that True still fails the check.) A relative path
+is remembered with the working directory it was made absolute in: a chdir
+leads it elsewhere. What is remembered is plain: a path object as its text,
+the key a tuple of atomic values, nothing the cyclic collector walks for
+each of 100,000 homes.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import threading
+from collections.abc import Mapping
+from typing import Final
+
+from .._options import PathArg
+from ._entries import Key
+
+__all__ = ["Calls", "absolute"]
+
+# Path types whose value cannot change (not subclasses: those might).
+_FIXED_PATHS: Final = frozenset(
+    {str, bytes, pathlib.PosixPath, pathlib.PurePosixPath, pathlib.WindowsPath, pathlib.PureWindowsPath}
+)
+
+
+class Calls(dict[object, Key]):
+    """Each call seen before, mapped to its key; at most ``2 * maxsize`` of them, then none."""
+
+    def recall(self, dir: PathArg, options: Mapping[str, object]) -> tuple[object, Key | None]:
+        """The call, and its key if it was seen before (None: check its arguments)."""
+        named = dir if type(dir) is str or type(dir) not in _FIXED_PATHS else os.fspath(dir)
+        call: object = (named, *options, *options.values()) if options else named
+        if type(dir) not in _FIXED_PATHS or (
+            options
+            and (
+                type(options.get("max_file_bytes", 0)) is not int
+                or type(options.get("strict", False)) is not bool
+            )
+        ):
+            return call, None  # only such calls are remembered (see remember)
+        try:
+            key = self.get(call)
+            if key is None and not absolute(named):
+                key = self.get((call, os.getcwdb()))
+        except TypeError:  # unhashable (files as a list): checked on every call
+            return call, None
+        return call, key
+
+    def remember(  # noqa: PLR0917 - a call, what it made, and what guards the table
+        self,
+        dir: PathArg,
+        call: object,
+        key: Key,
+        where: bytes,
+        relative: bool,
+        lock: threading.Lock,
+        maxsize: int,
+    ) -> None:
+        """Map a checked call to its key, if it can be: hashable, its path a fixed value.
+
+        A relative path (made absolute against ``where``, the working
+        directory) goes under the call and ``where`` (if the directory is
+        still that).
+        """
+        if type(dir) not in _FIXED_PATHS:
+            return  # another path-like may say something else next time
+        memo: object = call
+        if relative:
+            if os.getcwdb() != where:
+                return  # the directory changed meanwhile
+            memo = (call, where)
+        try:
+            hash(memo)
+        except TypeError:
+            return
+        with lock:
+            if len(self) >= 2 * maxsize:
+                self.clear()
+            self[memo] = key
+
+
+def absolute(dir: object) -> bool:
+    """Is ``dir`` an absolute ``str`` or ``bytes`` path (a key the working directory cannot change)?"""
+    return (type(dir) is str and dir[:1] == "/") or (type(dir) is bytes and dir[:1] == b"/")
