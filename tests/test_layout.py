@@ -188,6 +188,45 @@ def test_no_module_silences_the_type_checker() -> None:
     assert silenced == []
 
 
+# Names the package binds to the readers' and the format's named tuples
+# (FileRead, Excerpt, Cut, Composed, Layout, Policy) and to a report's.
+_NAMED_TUPLES: Final = frozenset({"read", "excerpt", "cut", "composed", "layout", "policy", "report"})
+# The environment is read by the selector (TOOLNEXUS_SOUL_NO_EXTENSIONS) and
+# by the memory tool's opt-in where its laws are untested; by nothing else.
+_READS_THE_ENVIRONMENT: Final = {"_native/__init__.py", "_memory/_tool.py"}
+
+
+def _modules() -> Iterator[tuple[str, ast.Module]]:
+    for path in sorted(PACKAGE.rglob("*.py")):
+        yield str(path.relative_to(PACKAGE)), ast.parse(path.read_text(encoding="utf-8"))
+
+
+def test_named_tuples_are_read_by_field_name() -> None:
+    # read[0] says nothing, and means another field once a field is added.
+    by_index = [
+        f"{module}:{node.lineno}: {ast.unparse(node)}"
+        for module, tree in _modules()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Subscript)
+        and isinstance(node.slice, ast.Constant)
+        and type(node.slice.value) is int
+        and (node.value.id if isinstance(node.value, ast.Name) else getattr(node.value, "attr", None))
+        in _NAMED_TUPLES
+    ]
+    assert by_index == []
+
+
+def test_only_the_selector_and_the_memory_tools_opt_in_read_the_environment() -> None:
+    readers = {
+        module
+        for module, tree in _modules()
+        for node in ast.walk(tree)
+        if (isinstance(node, ast.Attribute) and node.attr in ("environ", "environb", "getenv", "getenvb"))
+        or (isinstance(node, ast.Name) and node.id in ("environ", "getenv"))
+    }
+    assert readers == _READS_THE_ENVIRONMENT
+
+
 def test_every_module_says_what_it_is_for() -> None:
     missing = [
         str(path.relative_to(PACKAGE))
