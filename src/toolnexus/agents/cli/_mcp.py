@@ -145,18 +145,18 @@ def _serve(home: Home) -> int:
         anyio.run(serve)
     except BaseException as exc:  # each kind is told in one line, or is a status
         status = _ended(exc)
-        if status == _EXIT_PIPE and wire is not None:
+        if wire is not None:
             _quiet_copies(wire)
         return status
     return 0
 
 
 def _quiet_copies(wire: tuple[int, int]) -> None:
-    """Point every descriptor on the gone reader's pipe at /dev/null.
+    """Point every descriptor on standard output's file (a gone reader's pipe, a full disk) at /dev/null.
 
     The SDK serves from a copy of standard output's descriptor, whose last
-    flush, when the interpreter ends, would fail on the broken pipe and say
-    so on standard error.
+    flush, when the interpreter ends, would fail as the server's writes did
+    and say so on standard error, after the one line that ended it.
     """
     try:
         descriptors = [int(name) for name in os.listdir("/proc/self/fd")]
