@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Writer, fork, is_root, make_homes
+from conftest import Writer, fork, make_homes
 from toolnexus.agents import (
     CacheStats,
     NotificationError,
@@ -336,22 +336,12 @@ def test_unchanged_homes_stay_hits_while_others_change(tmp_path: Path, cache: So
     assert cache.stats == CacheStats(hits=19, misses=20, stale=1, size=20, maxsize=1024, notified=20)
 
 
-def overflowing_cache(monkeypatch: pytest.MonkeyPatch) -> SoulCache:
-    """A notified cache whose queue holds 16 events, where the test may set that; else the default."""
+def test_queue_overflow_drops_every_entry(tmp_path: Path) -> None:
+    # The queue keeps its size (fs.inotify.max_queued_events, read when it is
+    # made): a small one, set for this test, filled from the watches of the
+    # homes' ancestors too (/tmp's traffic, another worker's) and overflowed
+    # before the homes were cached, and it was every other cache's queue too.
     cache = SoulCache(validate="notify")
-    limit = Path("/proc/sys/fs/inotify/max_queued_events")
-    if is_root() and os.access(limit, os.W_OK):
-        saved = limit.read_text()
-        limit.write_text("16\n")  # read when a queue is made: only this cache's queue is small
-        try:
-            cache._notifications._open(_native.notifier)
-        finally:
-            limit.write_text(saved)
-    return cache
-
-
-def test_queue_overflow_drops_every_entry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    cache = overflowing_cache(monkeypatch)
     quiet, busy = tmp_path / "quiet", tmp_path / "busy"
     for home in (quiet, busy):
         home.mkdir()
@@ -362,7 +352,7 @@ def test_queue_overflow_drops_every_entry(tmp_path: Path, monkeypatch: pytest.Mo
     limit = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
     # Each touch queues an event on the home's watch; two names in turn, as
     # the kernel folds an event into the one before it when they are alike.
-    for _ in range(min(limit, 20000) // 2 + 10):
+    for _ in range(limit // 2 + 10):
         os.utime(busy / "SOUL.md")
         os.utime(busy / "AGENTS.md")
     (busy / "SOUL.md").write_text("busy, at last")
