@@ -114,15 +114,16 @@ def bound(
     present = [name for name in order if name in files]
     n, c = len(present), len(soul.cut_files)
     fixed = small = least = 0
+    least_soul = ""
     for position, name in enumerate(present):
         body = body_text(files[name], 2**62)
         whole = marker(name, len(body.encode()))
         fixed += len(heading(name, position)) + len(whole)
         must = len(files[name]) > cap or (budget.per_file is not None and count(body) > budget.per_file)
         small += not must and count(body) <= count(whole)
-        least += count(heading(name, position)) + (
-            count(whole) if must or count(body) > count(whole) else count(body)
-        )
+        least_part = whole if must or count(body) > count(whole) else body
+        least += count(heading(name, position)) + count(least_part)
+        least_soul += heading(name, position) + least_part
     plain = compose(home, files=order, max_file_bytes=cap).text
     holds = (
         all(len(files[name]) <= cap for name in present)
@@ -136,9 +137,11 @@ def bound(
         if budget.per_file is None:
             return Bound(1, w.read)
         return Bound(n + 1, 2 * w.read)
-    calls = n + 2 + 4 * c + small + 2 * w.reads
-    chars = 3 * w.read + 4 * fixed
-    if budget.total is not None and least > budget.total:  # law 3 is worked out
+    # Law 6's search: at most six more souls, each no longer than what was read and H.
+    calls = n + 2 + 4 * c + small + 2 * w.reads + 6
+    chars = 3 * w.read + 4 * fixed + 6 * (w.read + fixed)
+    if budget.total is not None and (least > budget.total or count(least_soul) > budget.total):
+        # law 3 is worked out: the least of every file, measured apart or as one soul, goes over
         b = math.ceil(math.log2(n + 1))
         calls += n + 1 + b
         chars += b * (w.read + fixed)

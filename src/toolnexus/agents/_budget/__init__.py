@@ -113,11 +113,11 @@ def _fitted(bodies: Sequence[Body], measures: Measures, reads: Sequence[FileRead
     budget, tally = measures.budget, measures.tally
     total = budget.total
 
-    def attempt(reserve: int) -> Attempt:
-        chosen = plan(bodies, measures, reserve)
+    def attempt(reserve: int, *, weigh: bool = False) -> Attempt:
+        chosen = plan(bodies, measures, reserve, weigh=weigh)
         text, found, cuts = render(bodies, chosen, measures)
         used = tally.measure(text) if tally.counted else len(text)
-        return Attempt(used, text, found, cuts, chosen.bound)
+        return Attempt(used, text, found, cuts, chosen.bound, chosen.planned)
 
     def spare(cut: int) -> tuple[int, int]:
         # Files found not worth cutting (their marker measured, and no shorter than them).
@@ -127,7 +127,14 @@ def _fitted(bodies: Sequence[Body], measures: Measures, reads: Sequence[FileRead
     best = attempt(0)
     # In characters the plan is exact: its soul fits, as full as the line rules let it be.
     if total is not None and tally.counted:
-        best = fitted(best, attempt, total, spare)
+        whole_total = total
+
+        def least() -> Attempt:
+            """Each file its least; law 3 worked out if the least of every file, as a soul, goes over."""
+            tried = attempt(whole_total + 1)
+            return tried if tried.used <= whole_total else attempt(whole_total + 1, weigh=True)
+
+        best = fitted(best, attempt, least, total, spare)
     cuts = best.cuts
     # As plain tuples, which a soul keeps: nothing the cyclic collector walks.
     per_name = tuple([None if (cut := cuts.get(index)) is None else (*cut,) for index in range(len(reads))])

@@ -3,13 +3,14 @@
 A plan adds up the measures of headings, markers and kept parts; a count
 that measures a soul as more than its parts (a tokenizer that merges across
 a line break, a super-additive count), or parts cut at their text's rate,
-can make the soul measure more than the total. ``fitted`` then tries plans
-for a lowered total, by interpolation between what fitted and what did not,
-each try one more measure of a soul. A soul below half the total, of a
-plan the total held back, says the count's rate grows with the text (the
-rates the cuts were made at were too high): it is raised the same way. The
-soul kept is the fullest that fitted; if none did, each file keeps its
-least, which fits by law 3.
+can make the soul measure more than the total, or far less. ``fitted`` then
+tries plans for other totals, each try one more measure of a soul: scaled
+from what the last plan added up to by how far its soul missed, then by
+interpolation between what fitted and what did not. A soul under 7/8 of the
+total, of a plan the total held back, is raised the same way (parts cut at
+a rate too high, headings that measure less in the soul than together, a
+count whose rate grows with the text). The soul kept is the fullest that
+fitted; if none did, each file keeps its least, which fits by law 3.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from .._vocabulary import Cut
 
 __all__ = ["TRIES", "Attempt", "fitted"]
 
-# Souls measured after the first, at most.
-TRIES: Final = 4
+# Souls measured after the first, at most (the least of each, if none fits, among them).
+TRIES: Final = 6
 
 
 class Attempt(NamedTuple):
@@ -33,78 +34,81 @@ class Attempt(NamedTuple):
     found: tuple[str, ...]
     cuts: dict[int, Cut]
     bound: bool  # the total kept a file from all it could keep: a larger one would give a fuller soul
+    planned: int  # what the plan added up to, in the budget's unit (the soul's measure, if the count adds up)
 
 
 def fitted(
-    first: Attempt, attempt: Callable[[int], Attempt], total: int, spare: Callable[[int], tuple[int, int]]
+    first: Attempt,
+    attempt: Callable[[int], Attempt],
+    least: Callable[[], Attempt],
+    total: int,
+    spare: Callable[[int], tuple[int, int]],
 ) -> Attempt:
     """The fullest soul within ``total``, from ``first`` (the plan for the total itself) and ``attempt``.
 
     ``attempt(reserve)`` is the soul of the plan for ``total - reserve``; a
     negative reserve raises the total. A soul is full enough from 7/8 of the
-    total on, or when a larger total would give it nothing more. At most
-    ``TRIES`` more souls are made, and only while ``spare(cut)`` (the calls
-    and characters the cost model leaves, for ``cut`` files cut) allows one
-    more and, with none fitting yet, the least after it: then, with none
-    fitting, ``attempt(total + 1)``, each file's least.
+    total on, or when a larger total would give it nothing more. The next
+    total is found from what the plans tried added up to and what their
+    souls measured: scaled by their ratio, then interpolated between the
+    fullest that fitted and the least that did not. At most ``TRIES`` more
+    souls are made, and only while ``spare(cut)`` (the calls and characters
+    the cost model leaves, for ``cut`` files cut) allows one more of the
+    longest soul yet; with none fitting, ``least()``, each file's least.
     """
-    if first.used <= total and (first.used >= total // 2 or not first.bound):
+    target = total - total // 16  # aim inside the total: a little under it is full enough
+    if first.used <= total and (first.used >= total - total // 8 or not first.bound):
         return first
-    fits: tuple[int, Attempt] | None = (0, first) if first.used <= total else None
-    over: tuple[int, int] | None = None if fits else (0, first.used)  # a reserve too small, its soul
-    below: tuple[int, int] | None = None  # the fitting reserve before the last, to extrapolate from
-    cut, longest = _cut(first), len(first.text)
-    for _ in range(TRIES):
-        calls, chars = spare(cut)
-        after = 0 if fits is not None else 1  # the least, if nothing fits
+    fits: Attempt | None = first if first.used <= total else None
+    over: Attempt | None = None if fits else first
+    most, longest = _cut(first), len(first.text)  # the least of each cuts no fewer files than any plan
+    tried_limits = {total}
+    for _ in range(TRIES - (fits is None)):  # the last try kept for the least, if none fits
+        after = fits is None  # the least of each, if none fits
+        calls, chars = spare(most if fits is None else _cut(fits))
         if calls < 1 + after or chars < (1 + after) * (longest + longest // 8):
             break
-        reserve = _next(fits, over, below, total)
-        if reserve is None:
+        limit = _next(fits, over, target)
+        if limit is None or limit in tried_limits:
             break
-        tried = attempt(reserve)
-        cut, longest = min(cut, _cut(tried)), max(longest, len(tried.text))
+        tried_limits.add(limit)
+        tried = attempt(total - limit)
+        most, longest = max(most, _cut(tried)), max(longest, len(tried.text))
         if tried.used > total:
-            if over is None or reserve > over[0]:
-                over = (reserve, tried.used)
+            if over is None or tried.planned < over.planned:
+                over = tried
             continue
-        if fits is not None and tried.used <= fits[1].used:
-            break  # a larger total gave no fuller soul
-        if fits is not None:
-            below = (fits[0], fits[1].used)
-        fits = (reserve, tried)
+        if fits is not None and tried.used < fits.used:
+            break  # a larger total gave a soul no fuller (the count is not a length)
+        # The same soul again (a larger total kept nothing more): kept, to be raised from.
+        if min(spare(_cut(tried))) < 0:
+            break  # kept, it would cost more than the page allows for the files it cuts
+        fits = tried
         if tried.used >= total - total // 8 or not tried.bound:
             break  # full enough, or as full as it can be
-    return fits[1] if fits is not None else attempt(total + 1)
+    return fits if fits is not None else least()
 
 
 def _cut(tried: Attempt) -> int:
     return sum(cut.cut for cut in tried.cuts.values())
 
 
-def _next(
-    fits: tuple[int, Attempt] | None,
-    over: tuple[int, int] | None,
-    below: tuple[int, int] | None,
-    total: int,
-) -> int | None:
-    """The reserve to try next; None when no other lies between what fitted and what did not."""
-    target = total - total // 16  # aim inside the total: a little under it is full enough
+def _next(fits: Attempt | None, over: Attempt | None, target: int) -> int | None:
+    """The total to plan for next; None when none lies between what fitted and what did not.
+
+    Totals are placed by what the plans added up to (``planned``), which is
+    what a plan for any total at or above it gives: a plan that kept every
+    file whole under a large total is as full under a total just above what
+    it took.
+    """
     if fits is not None and over is not None:  # between the two, by interpolation
-        low, low_used = fits[0], fits[1].used
-        high, high_used = over
-        if low - high <= 1:
+        low, high = fits.planned, over.planned
+        if high - low <= 1:
             return None
-        step = (target - low_used) * (low - high) // max(high_used - low_used, 1)
-        return min(max(low - step, high + 1), low - 1)
-    if over is not None:  # lower the total by the excess, in proportion to the soul, and an eighth more
-        high, used = over
-        excess = used - total
-        return min(high + excess * total // used + excess // 8 + 1, total + 1)
+        step = (target - fits.used) * (high - low) // max(over.used - fits.used, 1)
+        return min(max(low + step, low + 1), high - 1)
+    if over is not None:  # scale what the plan added up to by how far its soul went over, and an eighth more
+        scaled = over.planned * target // max(over.used, 1)
+        return max(min(scaled - (over.planned - scaled) // 8, over.planned - 1), 0)
     assert fits is not None
-    low, used = fits[0], fits[1].used
-    if below is None:  # raise it as if the soul grew with it, unit for unit
-        return low - (target - used)
-    # Extrapolate from the last two souls that fitted.
-    earlier, earlier_used = below
-    return low - (target - used) * max(earlier - low, 1) // max(used - earlier_used, 1)
+    return max(fits.planned * target // max(fits.used, 1), fits.planned + 1)  # raise it in proportion

@@ -51,6 +51,7 @@ class Plan(NamedTuple):
     holds: int
     shares: dict[int, int]  # position among the present files -> units it may keep; the rest are whole
     bound: bool = True  # the total keeps a file from all it could keep (a larger one would keep more)
+    planned: int = 0  # what the plan adds up to: headings, markers, bodies kept whole and shares
 
 
 class Measures:
@@ -191,7 +192,9 @@ def _demand(body: Body, measures: Measures) -> int:
     return most if per_file is None else min(most, per_file)
 
 
-def plan(bodies: Sequence[Body], measures: Measures, reserve: int = 0, *, exact: bool = True) -> Plan:
+def plan(
+    bodies: Sequence[Body], measures: Measures, reserve: int = 0, *, exact: bool = True, weigh: bool = False
+) -> Plan:
     """What the budget does to ``bodies`` (the present files, in order): laws 2 and 3.
 
     The total, less ``reserve``, pays for the headings, the markers of the
@@ -205,7 +208,9 @@ def plan(bodies: Sequence[Body], measures: Measures, reserve: int = 0, *, exact:
     least fits too (law 3), and nothing more need be measured to know it.
     Only when none does is law 3 worked out (``included``), and only if
     ``exact``: a plan that decides what to read holds every file then, each
-    at its least.
+    at its least. A plan for a lowered total that fits the total itself
+    holds every file too; ``weigh`` works law 3 out all the same (law 6:
+    the least of every file, measured as a soul, went over).
     """
     total = measures.budget.total
     if total is None:
@@ -217,23 +222,28 @@ def plan(bodies: Sequence[Body], measures: Measures, reserve: int = 0, *, exact:
     limit = total - reserve
     # A plan that fits the total itself shows the least of every file fits
     # it (law 3); a raised total (a negative reserve) shares more.
-    found, cut = _sharing(bodies, len(bodies), measures, min(limit, total))
+    found, cut, cost = _sharing(bodies, len(bodies), measures, min(limit, total))
     if found is not None:
         return found if limit <= total else _sharing(bodies, len(bodies), measures, limit)[0] or found
-    holds = included(bodies, measures, total) if exact else len(bodies)
+    if weigh or (limit >= total or _sharing(bodies, len(bodies), measures, total)[0] is None):
+        holds = included(bodies, measures, total) if exact else len(bodies)
+    else:  # the total itself holds every file's least, added up (law 3 is not worked out)
+        holds = len(bodies)
     if holds < len(bodies):
-        found, cut = _sharing(bodies, holds, measures, limit)
+        found, cut, cost = _sharing(bodies, holds, measures, limit)
         if found is not None:
             return found
     # Nothing fits the lowered total: each file its least (every file that
     # must be or is worth cutting, cut to its marker).
-    return Plan(holds, dict.fromkeys(cut, 0))
+    return Plan(holds, dict.fromkeys(cut, 0), True, cost)
 
 
 def _sharing(
     bodies: Sequence[Body], holds: int, measures: Measures, limit: int
-) -> tuple[Plan | None, list[int]]:
-    """The plan for the first ``holds`` bodies within ``limit``, and the files it cut; None if none fits.
+) -> tuple[Plan | None, list[int], int]:
+    """The plan for the first ``holds`` bodies within ``limit``, the files it cut, and what they add up to.
+
+    The plan is None if none fits; what the files add up to is then their least.
 
     A file is known to be worth cutting only once the plan would cut it (its
     marker is measured then): a file kept whole is never asked.
@@ -263,13 +273,15 @@ def _sharing(
             for share, wanted in zip(shares, demands, strict=True):
                 if share < wanted and share < level:
                     level = share
-            found = Plan(holds, dict(zip(order, shares, strict=True)), level < UNLIMITED)
+            found = Plan(holds, dict(zip(order, shares, strict=True)), level < UNLIMITED, cost + sum(shares))
             if following is None or chosen[following].measure <= level:
-                return found, cut  # max-min: every file kept whole fits under the share of those cut
+                # Max-min: every file kept whole fits under the share of those cut.
+                return found, cut, found.planned
         while following is not None and not measures.worth_cutting(chosen[following]):
             following = next(waiting, None)  # not worth cutting: kept whole whatever the total
         if following is None:
-            return found, cut  # nothing more worth cutting: the plan as it stands, if it fits
+            # Nothing more worth cutting: the plan as it stands, if it fits.
+            return found, cut, cost if found is None else found.planned
         cut.append(following)
         body = chosen[following]
         cost += measures.marker_all(body) - body.measure

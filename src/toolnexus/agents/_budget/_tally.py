@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Final
 
 from .._options import Budget
+from ._fitting import TRIES
 
 __all__ = ["Tally"]
 
@@ -51,10 +52,11 @@ class Tally:
         ``small``: files that measure no more than their whole marker;
         ``weighed``: law 3 was worked out (the least of every file, measured
         one by one, came to more than the total); ``fixed``: the characters
-        of the files' headings and whole markers.
+        of the files' headings and whole markers. Law 6 may try ``TRIES``
+        more souls, each no longer than what was read and ``fixed``.
         """
-        calls = files + 2 + 4 * cut + 2 * self.reads + small
-        chars = 3 * self.read + _FIXED * fixed
+        calls = files + 2 + 4 * cut + 2 * self.reads + small + TRIES
+        chars = 3 * self.read + _FIXED * fixed + TRIES * (self.read + fixed)
         if weighed:
             probes = files.bit_length()  # the least of the first files as a soul, by bisection
             calls += files + 1 + probes
