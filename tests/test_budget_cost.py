@@ -11,6 +11,7 @@ eighth, against the issue's own bounds.
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 import re
@@ -184,6 +185,28 @@ def test_what_a_budget_hands_its_count_keeps_to_the_page(
     count_name: str, files: dict[str, bytes], cap: int, limits: tuple[int | None, int | None, str]
 ) -> None:
     check(count_name, files, cap, limits)
+
+
+def test_a_super_additive_count_on_the_example_keeps_to_the_page() -> None:
+    # len(s)**2 // 200 + len(s): every soul law 6 tries goes over or far
+    # under; the tries, and the least of each without law 3's search (the
+    # least of every file, as one soul, fits), keep within the page's bound.
+    files = {path.name: path.read_bytes() for path in EXAMPLE.iterdir() if path.name in BOOTSTRAP_ORDER}
+    order = list(BOOTSTRAP_ORDER)
+    watched = Watched(lambda text: len(text) ** 2 // 200 + len(text))
+    for reader, total in itertools.product(TWINS, (1000, 2000, 5304, 10_000)):
+        budget = Budget(total=total, count=watched)
+        with using(reader):
+            soul = budgeted(EXAMPLE, order, MAX_BOOTSTRAP_FILE_BYTES, budget, watched)
+        calls, chars = watched.calls, watched.chars
+        limit = bound(EXAMPLE, files, order, MAX_BOOTSTRAP_FILE_BYTES, budget, soul, watched)
+        assert (calls <= limit.calls, chars <= limit.chars) == (True, True), (
+            reader,
+            total,
+            calls,
+            chars,
+            limit,
+        )
 
 
 # ---- the homes of issue 29, against its bounds --------------------------------------
