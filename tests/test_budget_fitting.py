@@ -4,7 +4,8 @@ Parts of a cut file are cut at the rate of the text they come from; where
 that rate varies (a CJK start under a byte count, a start of one-letter
 lines under a word count), or the headings measure less in the soul than
 together (a line count), the first soul misses the total, and law 6 moves
-the total it plans for (docs/reference/budgets.md, law 6). These homes are
+the rate the parts are cut at, or the total it plans for
+(docs/reference/budgets.md, law 6). These homes are
 an independent tester's, on which the soul once fell to bare markers while
 a total that held more existed; the property below asks the same of any
 home. Every test runs on both readers.

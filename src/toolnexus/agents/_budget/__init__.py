@@ -113,11 +113,13 @@ def _fitted(bodies: Sequence[Body], measures: Measures, reads: Sequence[FileRead
     budget, tally = measures.budget, measures.tally
     total = budget.total
 
-    def attempt(reserve: int, *, weigh: bool = False) -> Attempt:
+    def attempt(reserve: int, scale: float = 1.0, *, weigh: bool = False) -> Attempt:
         chosen = plan(bodies, measures, reserve, weigh=weigh)
+        measures.scale = scale
         text, found, cuts = render(bodies, chosen, measures)
         used = tally.measure(text) if tally.counted else len(text)
-        return Attempt(used, text, found, cuts, chosen.bound, chosen.planned)
+        shared = sum(chosen.shares.values())
+        return Attempt(used, text, found, cuts, chosen.bound, chosen.planned, shared, scale)
 
     def spare(cut: int) -> tuple[int, int]:
         # Files found not worth cutting (their marker measured, and no shorter than them).

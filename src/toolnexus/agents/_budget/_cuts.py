@@ -32,10 +32,11 @@ _new = tuple.__new__  # skips a NamedTuple's own __new__: a third of the cost
 _RATE_KEEPS = 0.97
 
 
-def _chars(units: int, measured: int, length: int, *, spare: bool = True) -> int:
+def _chars(units: int, measured: int, length: int, *, spare: bool = True, scale: float = 1.0) -> int:
     """The characters that ``units`` take at the rate of a text of ``length`` that measures ``measured``.
 
-    ``spare``: a little less, as the soul is measured only once it is made.
+    ``spare``: a little less, as the soul is measured only once it is made;
+    ``scale``: law 6's correction of the rate, when a soul missed the total.
     """
     if measured <= units:
         return length if units > 0 else 0
@@ -44,7 +45,7 @@ def _chars(units: int, measured: int, length: int, *, spare: bool = True) -> int
     units -= 1
     if units <= 0:
         return 0
-    return int(units * length * _RATE_KEEPS) // measured
+    return min(int(units * length * _RATE_KEEPS * scale) // measured, length)
 
 
 def _prefix(text: str, stop: int, *, whole: bool, trim: bool = False) -> str:
@@ -117,12 +118,12 @@ def _parts(body: Body, share: int, measures: Measures) -> tuple[str, str]:
     if budget.count is None:
         head_chars, tail_chars = head_units, tail_units
     else:
-        spare = budget.total is not None
-        head_chars = _chars(head_units, body.head_measure, len(text), spare=spare)
+        spare, scale = budget.total is not None, measures.scale
+        head_chars = _chars(head_units, body.head_measure, len(text), spare=spare, scale=scale)
         if body.whole:
-            tail_chars = _chars(tail_units, body.measure, len(text), spare=spare)
+            tail_chars = _chars(tail_units, body.measure, len(text), spare=spare, scale=scale)
         else:
-            tail_chars = _chars(tail_units, body.tail_measure, len(end), spare=spare)
+            tail_chars = _chars(tail_units, body.tail_measure, len(end), spare=spare, scale=scale)
     if body.verified is not None:  # a lowered total: no more than was measured within per_file
         head_chars, tail_chars = min(head_chars, body.verified[0]), min(tail_chars, body.verified[1])
     prefix = _prefix(text, head_chars, whole=body.whole, trim=not body.end_known)

@@ -1,20 +1,23 @@
-"""Law 6: the total a plan is made for, searched for until its soul fits.
+"""Law 6: the rate a plan's parts are cut at, then the total it is made for, searched until its soul fits.
 
 A plan adds up the measures of headings, markers and kept parts; a count
 that measures a soul as more than its parts (a tokenizer that merges across
-a line break, a super-additive count), or parts cut at their text's rate,
-can make the soul measure more than the total, or far less. ``fitted`` then
-tries plans for other totals, each try one more measure of a soul: scaled
-from what the last plan added up to by how far its soul missed, then by
-interpolation between what fitted and what did not. A soul under 7/8 of the
-total, of a plan the total held back, is raised the same way (parts cut at
-a rate too high, headings that measure less in the soul than together, a
-count whose rate grows with the text). The soul kept is the fullest that
-fitted; if none did, each file keeps its least, which fits by law 3.
+a line break, a super-additive count), or parts cut at their text's rate
+where that rate varies, can make the soul measure more than the total, or
+far less. ``fitted`` then tries other souls, each one more measure: first
+the plan for the total itself, its parts cut at a scaled rate (law 2 then
+holds for the total); then, when the rate cannot help (the parts are too
+short to move, or a soul misses in what the plan fixed: headings that
+measure less in the soul than together, bodies kept whole that a count
+measures as more together), plans for other totals. Each is placed by
+what the last tries came to, scaled, then interpolated between what
+fitted and what did not. The soul kept is the fullest that fitted; if none
+did, each file keeps its least, which fits by law 3.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Final, NamedTuple
 
@@ -27,7 +30,7 @@ TRIES: Final = 6
 
 
 class Attempt(NamedTuple):
-    """The soul of a plan made for the total less ``reserve``."""
+    """The soul of a plan made for the total less ``reserve``, its parts cut at ``scale`` times their rate."""
 
     used: int  # the soul, measured
     text: str
@@ -35,65 +38,133 @@ class Attempt(NamedTuple):
     cuts: dict[int, Cut]
     bound: bool  # the total kept a file from all it could keep: a larger one would give a fuller soul
     planned: int  # what the plan added up to, in the budget's unit (the soul's measure, if the count adds up)
+    shared: int  # what the plan shared among the files cut (the rest of ``planned`` is fixed)
+    scale: float = 1.0
+
+
+Attempting = Callable[[int, float], Attempt]
 
 
 def fitted(
     first: Attempt,
-    attempt: Callable[[int], Attempt],
+    attempt: Attempting,
     least: Callable[[], Attempt],
     total: int,
     spare: Callable[[int], tuple[int, int]],
 ) -> Attempt:
     """The fullest soul within ``total``, from ``first`` (the plan for the total itself) and ``attempt``.
 
-    ``attempt(reserve)`` is the soul of the plan for ``total - reserve``; a
-    negative reserve raises the total. A soul is full enough from 7/8 of the
-    total on, or when a larger total would give it nothing more. The next
-    total is found from what the plans tried added up to and what their
-    souls measured: scaled by their ratio, then interpolated between the
-    fullest that fitted and the least that did not. At most ``TRIES`` more
-    souls are made, and only while ``spare(cut)`` (the calls and characters
-    the cost model leaves, for ``cut`` files cut) allows one more of the
-    longest soul yet; with none fitting, ``least()``, each file's least.
+    ``attempt(reserve, scale)`` is the soul of the plan for ``total -
+    reserve`` (a negative reserve raises it), its parts cut at ``scale``
+    times their text's rate. A soul is full enough from 7/8 of the total
+    on, or when a larger total would give it nothing more. The plan for the
+    total itself is kept while the rate its parts are cut at can be moved to
+    fit (law 2 then holds for the total); then the total is moved. At most
+    ``TRIES`` more souls are made, and only while ``spare(cut)`` (the calls
+    and characters the cost model leaves, for ``cut`` files cut) allows one
+    more of the longest soul yet; with none fitting, ``least()``, each
+    file's least.
     """
-    target = total - total // 16  # aim inside the total: a little under it is full enough
-    if first.used <= total and (first.used >= total - total // 8 or not first.bound):
+    if _full(first, total):
         return first
-    fits: Attempt | None = first if first.used <= total else None
-    over: Attempt | None = None if fits else first
-    most, longest = _cut(first), len(first.text)  # the least of each cuts no fewer files than any plan
-    tried_limits = {total}
-    for _ in range(TRIES - (fits is None)):  # the last try kept for the least, if none fits
-        after = fits is None  # the least of each, if none fits
-        calls, chars = spare(most if fits is None else _cut(fits))
-        if calls < 1 + after or chars < (1 + after) * (longest + longest // 8):
-            break
-        limit = _next(fits, over, target)
-        if limit is None or limit in tried_limits:
-            break
-        tried_limits.add(limit)
-        tried = attempt(total - limit)
-        most, longest = max(most, _cut(tried)), max(longest, len(tried.text))
-        if tried.used > total:
-            if over is None or tried.planned < over.planned:
-                over = tried
-            continue
-        if fits is not None and tried.used < fits.used:
-            break  # a larger total gave a soul no fuller (the count is not a length)
-        # The same soul again (a larger total kept nothing more): kept, to be raised from.
-        if min(spare(_cut(tried))) < 0:
-            break  # kept, it would cost more than the page allows for the files it cuts
-        fits = tried
-        if tried.used >= total - total // 8 or not tried.bound:
-            break  # full enough, or as full as it can be
-    return fits if fits is not None else least()
+    search = _Search(first, total, spare)
+    if first.shared > 0:
+        search.run(lambda: _rate(search), lambda rate: attempt(0, rate), again=False)
+    if not search.done:
+        search.reset(first)
+        search.run(lambda: _total(search), lambda limit: attempt(total - int(limit), 1.0), again=True)
+    return search.best if search.best is not None else least()
+
+
+def _full(tried: Attempt, total: int) -> bool:
+    """Does ``tried`` fit, full enough (7/8 of the total), or as full as a larger total would make it?"""
+    return tried.used <= total and (tried.used >= total - total // 8 or not tried.bound)
+
+
+class _Search:
+    """Law 6's tries: the fullest soul that fitted, the closest that did not, and what they cost."""
+
+    def __init__(self, first: Attempt, total: int, spare: Callable[[int], tuple[int, int]]) -> None:
+        self.total, self.target, self.spare = total, total - total // 16, spare
+        self.best: Attempt | None = first if first.used <= total else None
+        self.most, self.longest = _cut(first), len(first.text)  # the least of each cuts no fewer files
+        self.tries = 0
+        self.done = False
+        self.reset(first)
+
+    def reset(self, first: Attempt) -> None:
+        self.fits: Attempt | None = first if first.used <= self.total else None
+        self.over: Attempt | None = None if self.fits else first
+        self.seen: set[float] = set()
+
+    def affordable(self) -> bool:
+        after = self.best is None  # the least of each, if none fits
+        if self.tries + after >= TRIES:
+            return False
+        calls, chars = self.spare(self.most if self.best is None else _cut(self.best))
+        return calls >= 1 + after and chars >= (1 + after) * (self.longest + self.longest // 8)
+
+    def run(
+        self, choose: Callable[[], float | None], make: Callable[[float], Attempt], *, again: bool
+    ) -> None:
+        """Try what ``choose`` asks for, while it asks and the cost allows, until a soul is full.
+
+        ``again``: the same soul twice is a step too small (a total must rise
+        further before a file keeps more), not the end of what this can give.
+        """
+        while not self.done and self.affordable():
+            point = choose()
+            if point is None or point in self.seen:
+                return
+            self.seen.add(point)
+            self.tries += 1
+            tried = make(point)
+            last = self.fits if tried.used <= self.total else self.over
+            bracketed = self.fits is not None and self.over is not None
+            if not again and not bracketed and last is not None and tried.text == last.text:
+                return  # the rate moves nothing: the parts are as short, or as long, as they can be
+            self.most, self.longest = max(self.most, _cut(tried)), max(self.longest, len(tried.text))
+            if tried.used > self.total:
+                if self.over is None or tried.used <= self.over.used:
+                    self.over = tried  # of equal souls, the last tried is the closer
+                continue
+            if self.fits is not None and tried.used < self.fits.used:
+                return  # more gave a soul no fuller: the count is not a length
+            if min(self.spare(_cut(tried))) < 0:
+                return  # kept, it would cost more than the page allows for the files it cuts
+            self.fits = tried  # the same soul again is kept too, to move on from
+            if self.best is None or tried.used >= self.best.used:
+                self.best = tried
+            self.done = _full(tried, self.total)
 
 
 def _cut(tried: Attempt) -> int:
     return sum(cut.cut for cut in tried.cuts.values())
 
 
-def _next(fits: Attempt | None, over: Attempt | None, target: int) -> int | None:
+def _rate(search: _Search) -> float | None:
+    """The scale to cut the parts at next: what is shared moves the soul; the rest of it is fixed."""
+    fits, over, target = search.fits, search.over, search.target
+    if fits is not None and over is not None:  # between the two, by interpolation
+        low, high = fits.scale, over.scale
+        if high <= low or high - low < low / 64:
+            return None
+        if high > 2 * low:  # far apart: halve the ratio (a part's rate may vary anywhere between)
+            return math.sqrt(low * high)
+        rate = low + (target - fits.used) * (high - low) / max(over.used - fits.used, 1)
+        return min(max(rate, low + (high - low) / 8), high - (high - low) / 8)
+    tried = over if over is not None else fits
+    assert tried is not None
+    fixed = tried.planned - tried.shared  # headings, markers and bodies kept whole, as planned
+    if tried.used <= fixed:  # the parts measure nothing yet: double the rate
+        return tried.scale * 2 if over is None else None
+    rate = tried.scale * (target - fixed) / (tried.used - fixed)
+    if over is not None:
+        return rate if 0 < rate < tried.scale else None
+    return min(rate, tried.scale * 64) if rate > tried.scale else None
+
+
+def _total(search: _Search) -> float | None:
     """The total to plan for next; None when none lies between what fitted and what did not.
 
     Totals are placed by what the plans added up to (``planned``), which is
@@ -101,6 +172,7 @@ def _next(fits: Attempt | None, over: Attempt | None, target: int) -> int | None
     file whole under a large total is as full under a total just above what
     it took.
     """
+    fits, over, target = search.fits, search.over, search.target
     if fits is not None and over is not None:  # between the two, by interpolation
         low, high = fits.planned, over.planned
         if high - low <= 1:

@@ -70,6 +70,7 @@ class Measures:
         self._headings: dict[tuple[int, ...], int] = {}
         self.holds: dict[tuple[tuple[int, bool, int, int, int], ...], int] = {}  # for ``included``
         self.names = options.names
+        self.scale = 1.0  # law 6: the rate a part is cut at, as a multiple of its text's (under a total)
 
     @property
     def weighed(self) -> bool:
