@@ -82,7 +82,7 @@ def test_hit_returns_the_same_object(home: Path, write: Writer, mode: Mode) -> N
     # Calls seen before skip the argument checks (a Path remembered as its
     # text, as a str says it); a path-like that is not a Path may say
     # something else each time, so it is checked every time.
-    assert set(cache._calls) == {str(home), bytes(home)}
+    assert set(cache._calls.table) == {str(home), bytes(home)}
 
 
 def test_a_path_like_is_asked_each_time(tmp_path: Path, mode: Mode) -> None:
@@ -103,7 +103,7 @@ def test_a_path_like_is_asked_each_time(tmp_path: Path, mode: Mode) -> None:
     assert cache.compose(pointer).text == "## SOUL.md\n\nsoul 0"
     pointer.target = second
     assert cache.compose(pointer).text == "## SOUL.md\n\nsoul 1"
-    assert cache._calls == {}
+    assert cache._calls.table == {}
 
 
 def test_fresh_files_are_reread_but_keep_identity(home: Path, write: Writer) -> None:

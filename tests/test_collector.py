@@ -1,4 +1,4 @@
-"""What the cyclic garbage collector walks: a soul is one object, a cache about one a home.
+"""What the cyclic garbage collector walks: a soul nothing (one object with a count function), a cache a few.
 
 A full collection walks every object on the collector's lists; a host that
 keeps souls, or a ``SoulCache`` of 100,000 homes, must not make each of them
@@ -51,17 +51,20 @@ def walked(make: Callable[[], object]) -> tuple[int, object]:
     return collected() - before, kept
 
 
-def test_a_soul_is_one_object_for_the_collector(tmp_path: Path) -> None:
+@pytest.mark.parametrize("budget", [None, Budget(total=600)], ids=["plain", "characters"])
+def test_a_soul_is_nothing_for_the_collector(tmp_path: Path, budget: Budget | None) -> None:
     dirs = homes(tmp_path)
-    compose(dirs[0])  # what a first compose makes once (a missing file's report, cached)
-    count, souls = walked(lambda: [compose(home) for home in dirs])
+    compose(dirs[0], budget=budget)  # what a first compose makes once (a missing file's report, cached)
+    count, souls = walked(lambda: [compose(home, budget=budget) for home in dirs])
     assert isinstance(souls, list)
     assert [type(soul) for soul in souls] == [Soul] * HOMES
-    assert count <= HOMES + 1  # the souls and their list: nothing inside a soul is walked
+    assert [gc.is_tracked(soul) for soul in souls] == [False] * HOMES
+    assert count == 1  # their list: nothing in a soul can lead back to it, so it is not walked
+    assert [soul.files for soul in souls] == [compose(home, budget=budget).files for home in dirs]
 
 
 @pytest.mark.parametrize("share", [1, 2])
-def test_a_soul_under_a_budget_is_one_object_for_the_collector(tmp_path: Path, share: int) -> None:
+def test_a_soul_under_a_count_function_is_one_object_for_the_collector(tmp_path: Path, share: int) -> None:
     dirs = homes(tmp_path)
     words = len(compose(dirs[0]).text.split())
     budget = Budget(total=words // share, count=lambda text: len(text.split()))  # made once, shared
@@ -69,18 +72,20 @@ def test_a_soul_under_a_budget_is_one_object_for_the_collector(tmp_path: Path, s
     count, souls = walked(lambda: [compose(home, budget=budget) for home in dirs])
     assert isinstance(souls, list)
     assert all(bool(soul.cut_files) == (share > 1) for soul in souls)  # held whole, or cut
+    # The host's count function might lead back to the soul: it stays on the lists.
+    assert [gc.is_tracked(soul) for soul in souls] == [True] * HOMES
     assert count <= HOMES + 1
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
 @pytest.mark.parametrize("validate", ["notify", "stat"])
-def test_a_cache_keeps_about_one_object_a_home_for_the_collector(tmp_path: Path, validate: str) -> None:
+def test_a_cache_keeps_nothing_a_home_for_the_collector(tmp_path: Path, validate: str) -> None:
     dirs = homes(tmp_path)
     with SoulCache(maxsize=HOMES, validate=validate) as cache:  # type: ignore[arg-type]
         cache.compose(dirs[0])
         count, _ = walked(lambda: [cache.compose(home) for home in dirs[1:]])
         assert cache.stats.size == HOMES
-        assert count <= (HOMES - 1) + ONCE  # the souls themselves: nothing else for each home
+        assert count <= ONCE  # nothing for each home: its soul, keys and records are off the lists
         assert [cache.compose(home) for home in dirs] == [compose(home) for home in dirs]
 
 

@@ -228,6 +228,9 @@ def test_async_wrappers_run_off_the_event_loop(tmp_path: Path, monkeypatch: pyte
         def decode_utf8(self, data: bytes | memoryview) -> str:
             return reader.decode_utf8(data)
 
+        def untrack(self, value: object) -> None:
+            reader.untrack(value)
+
     monkeypatch.setattr(_native, "reader", Recording())
 
     async def main() -> tuple[Soul, tuple[str, list[str]], int]:

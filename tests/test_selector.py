@@ -50,7 +50,7 @@ def test_environment_forces_the_pure_reader(value: str) -> None:
 def test_twins_share_their_docs() -> None:
     compiled, pure = load("compiled"), load("pure")
     # Python 3.13 dedents a module's docstrings as it compiles them; Cython does not.
-    for name in ("compose_homes", "read_excerpts", "decode_utf8"):
+    for name in ("compose_homes", "read_excerpts", "decode_utf8", "untrack"):
         assert cleandoc(getattr(compiled, name).__doc__) == cleandoc(getattr(pure, name).__doc__), name
     assert compiled.__doc__ != pure.__doc__  # each module says which twin it is
 

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Final, NamedTuple
 
+from . import _native
 from ._options import Budget
 from ._vocabulary import POLICIES, Cut, CutRow, FileRead, FileStatus, ReadRow
 
@@ -161,11 +162,15 @@ class Soul:
         The compiled reader's results are kept as they are: nothing in them
         is on the collector's lists. Others (the pure reader's) are kept as
         plain tuples of their fields, which CPython takes off those lists
-        itself at its next collection, as it does a budget's ``cuts``.
+        itself at its next collection, as it does a budget's ``cuts``. The
+        soul goes off them too, unless a ``count`` function (which could
+        lead back to it) is in it: a full collection need not walk it.
         """
         soul = cls.__new__(cls)
         rows: Sequence[ReadRow] = reads if _untracked(reads) else tuple([(*read,) for read in reads])
         _fill(soul, text, found, max_file_bytes, symlinks, budget, used, None, (names, rows, cuts))
+        if cls is Soul and (budget is None or budget.count is None):
+            _native.reader.untrack(soul)
         return soul
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -288,16 +293,10 @@ _set = object.__setattr__  # a Soul's own writes, past its __setattr__
 
 
 def _fill(  # noqa: PLR0917 - every slot of a Soul, once
-    soul: Soul,
-    text: str,
-    found: tuple[str, ...],
-    max_file_bytes: int,
-    symlinks: str,
-    budget: Budget | None,
-    used: int | None,
-    files: tuple[FileReport, ...] | None,
+    soul: Soul, text: str, found: tuple[str, ...], max_file_bytes: int, symlinks: str, budget: Budget | None,
+    used: int | None, files: tuple[FileReport, ...] | None,
     source: tuple[Sequence[str], Sequence[ReadRow], Sequence[CutRow | None] | None],
-) -> None:
+) -> None:  # fmt: skip
     _set(soul, "text", text)
     _set(soul, "found", found)
     _set(soul, "max_file_bytes", max_file_bytes)

@@ -30,8 +30,16 @@ _FIXED_PATHS: Final = frozenset(
 )
 
 
-class Calls(dict[object, Key]):
+class Calls:
     """Each call seen before, mapped to its key; at most ``2 * maxsize`` of them, then none."""
+
+    __slots__ = ("table",)
+
+    def __init__(self) -> None:
+        # A dict itself, not a subclass: CPython takes a dict of plain values
+        # off the collector's lists (never a subclass), so 100,000 calls cost
+        # a full collection nothing.
+        self.table: dict[object, Key] = {}
 
     def recall(self, dir: PathArg, options: Mapping[str, object]) -> tuple[object, Key | None]:
         """The call, and its key if it was seen before (None: check its arguments)."""
@@ -46,9 +54,9 @@ class Calls(dict[object, Key]):
         ):
             return call, None  # only such calls are remembered (see remember)
         try:
-            key = self.get(call)
+            key = self.table.get(call)
             if key is None and not absolute(named):
-                key = self.get((call, os.getcwdb()))
+                key = self.table.get((call, os.getcwdb()))
         except TypeError:  # unhashable (files as a list): checked on every call
             return call, None
         return call, key
@@ -81,9 +89,9 @@ class Calls(dict[object, Key]):
         except TypeError:
             return
         with lock:
-            if len(self) >= 2 * maxsize:
-                self.clear()
-            self[memo] = key
+            if len(self.table) >= 2 * maxsize:
+                self.table.clear()
+            self.table[memo] = key
 
 
 def absolute(dir: object) -> bool:

@@ -16,3 +16,6 @@ def read_excerpts(
 
 def decode_utf8(data: bytes | memoryview) -> str:
     """``data`` decoded as UTF-8, with U+FFFD for what is ill-formed, as ``bytes.decode`` does."""
+
+def untrack(value: object) -> None:
+    """Take ``value`` off the cyclic garbage collector's lists, if it is on them."""

@@ -70,6 +70,7 @@ cdef extern from "Python.h":
     Py_UCS4 PyUnicode_MAX_CHAR_VALUE(object o)
     object PyType_GenericAlloc(PyTypeObject *type, Py_ssize_t nitems)
     void PyObject_GC_UnTrack(void *op)
+    int PyObject_GC_IsTracked(object op)
 
 
 tnx_utf8_init()
@@ -1038,3 +1039,14 @@ def decode_utf8(const unsigned char[::1] data):
     else:
         tnx_utf8_fill(s, n, &utf8, out, kind, utf8.nchars)
     return text
+
+
+def untrack(value):
+    """Take ``value`` off the cyclic garbage collector's lists, if it is on them.
+
+    Only for a value that no reference cycle can pass through (a ``Soul``
+    without a ``count`` function): a full collection then no longer walks
+    it, which for a host keeping 100,000 souls is most of the collection.
+    """
+    if PyObject_GC_IsTracked(value):
+        PyObject_GC_UnTrack(<void *>value)

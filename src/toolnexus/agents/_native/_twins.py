@@ -46,6 +46,8 @@ class Reader(Protocol):
 
     def decode_utf8(self, data: bytes | memoryview) -> str: ...
 
+    def untrack(self, value: object) -> None: ...
+
 
 class Notifier(Protocol):
     """A notifier twin: Linux inotify, as ``SoulCache`` uses it."""
