@@ -123,6 +123,30 @@ def test_a_super_additive_count_on_the_example_fills_the_total() -> None:
     assert [report.name for report in soul.files if report.present and not report.kept] == []
 
 
+def test_law_3_is_not_worked_out_when_the_least_of_every_file_fits() -> None:
+    # Super-additive, on the example: the least of every file (headings and
+    # whole markers) measures 891 as one soul, within 1,000, so no soul of the
+    # least of only the first files is ever handed to count.
+    handed: list[str] = []
+
+    def count(text: str) -> int:
+        handed.append(text)
+        return len(text) ** 2 // 200 + len(text)
+
+    files = {path.name: path.read_bytes() for path in EXAMPLE.iterdir() if path.name in BOOTSTRAP_ORDER}
+    order = [name for name in BOOTSTRAP_ORDER if name in files]
+    least = [
+        heading(name, position) + marker(name, len(body_text(files[name], 2**62).encode()))
+        for position, name in enumerate(order)
+    ]
+    assert count("".join(least)) == 891
+    for total in (1000, 2000, 10_000):
+        handed.clear()
+        soul = compose(EXAMPLE, budget=Budget(total=total, count=count))
+        full(soul, total)
+        assert [k for k in range(1, len(order)) if "".join(least[:k]) in handed] == []
+
+
 # ---- any home ----------------------------------------------------------------------
 
 LENGTHS: Final = {"bytes": utf8_bytes, "words": words, "lines": lines, "regex": regex_tokens}

@@ -226,7 +226,7 @@ def plan(
     found, cut, cost = _sharing(bodies, len(bodies), measures, min(limit, total))
     if found is not None:
         return found if limit <= total else _sharing(bodies, len(bodies), measures, limit)[0] or found
-    if weigh or (limit >= total or _sharing(bodies, len(bodies), measures, total)[0] is None):
+    if weigh or limit >= total or _sharing(bodies, len(bodies), measures, total)[0] is None:
         holds = included(bodies, measures, total) if exact else len(bodies)
     else:  # the total itself holds every file's least, added up (law 3 is not worked out)
         holds = len(bodies)
