@@ -138,9 +138,9 @@ def bound(
         if budget.per_file is None:
             return Bound(1, w.read)
         return Bound(n + 1, 2 * w.read)
-    # Law 6's search: at most six more souls, each no longer than what was read and H.
-    calls = n + 2 + 4 * c + small + 2 * w.reads + 6
-    chars = 3 * w.read + 4 * fixed + 6 * (w.read + fixed)
+    # Law 6's search: at most eight more souls, each no longer than what was read and H.
+    calls = n + 2 + 4 * c + small + 2 * w.reads + 8
+    chars = 3 * w.read + 4 * fixed + 8 * (w.read + fixed)
     if budget.total is not None and (least > budget.total or count(least_soul) > budget.total):
         # law 3 is worked out: the least of every file, measured apart or as one soul, goes over
         b = math.ceil(math.log2(n + 1))

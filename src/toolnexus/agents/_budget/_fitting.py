@@ -26,7 +26,7 @@ from .._vocabulary import Cut
 __all__ = ["TRIES", "Attempt", "fitted"]
 
 # Souls measured after the first, at most (the least of each, if none fits, among them).
-TRIES: Final = 6
+TRIES: Final = 8
 
 
 class Attempt(NamedTuple):
@@ -89,6 +89,7 @@ class _Search:
         self.best: Attempt | None = first if first.used <= total else None
         self.most, self.longest = _cut(first), len(first.text)  # the least of each cuts no fewer files
         self.tries = 0
+        self.stalled = 0  # tries in a row, on one side, whose soul measured as the one before
         self.done = False
         self.reset(first)
 
@@ -123,6 +124,8 @@ class _Search:
             bracketed = self.fits is not None and self.over is not None
             if not again and not bracketed and last is not None and tried.text == last.text:
                 return  # the rate moves nothing: the parts are as short, or as long, as they can be
+            moved = last is None or tried.used != last.used  # last: the soul before, on the same side
+            self.stalled = 0 if moved else self.stalled + 1
             self.most, self.longest = max(self.most, _cut(tried)), max(self.longest, len(tried.text))
             if tried.used > self.total:
                 if self.over is None or tried.used <= self.over.used:
@@ -151,14 +154,16 @@ def _rate(search: _Search) -> float | None:
             return None
         if high > 2 * low:  # far apart: halve the ratio (a part's rate may vary anywhere between)
             return math.sqrt(low * high)
+        # A soul's measure moves in steps (a line, a word): each try takes a quarter off at least.
         rate = low + (target - fits.used) * (high - low) / max(over.used - fits.used, 1)
-        return min(max(rate, low + (high - low) / 8), high - (high - low) / 8)
+        return min(max(rate, low + (high - low) / 4), high - (high - low) / 4)
     tried = over if over is not None else fits
     assert tried is not None
     fixed = tried.planned - tried.shared  # headings, markers and bodies kept whole, as planned
     if tried.used <= fixed:  # the parts measure nothing yet: double the rate
-        return tried.scale * 2 if over is None else None
-    rate = tried.scale * (target - fixed) / (tried.used - fixed)
+        return tried.scale * 2 ** (1 + search.stalled) if over is None else None
+    # Each try that moved nothing squares the step: the part's rate is far from its text's.
+    rate = tried.scale * ((target - fixed) / (tried.used - fixed)) ** (2**search.stalled)
     if over is not None:
         return rate if 0 < rate < tried.scale else None
     return min(rate, tried.scale * 64) if rate > tried.scale else None
