@@ -69,10 +69,12 @@ def fitted(
         return first
     search = _Search(first, total, spare)
     if first.shared > 0:
-        search.run(lambda: _rate(search), lambda rate: attempt(0, rate), again=False)
+        search.run(lambda: _rate(search), lambda rate: attempt(0, rate), _scale, again=False)
     if not search.done:
         search.reset(first)
-        search.run(lambda: _total(search), lambda limit: attempt(total - int(limit), 1.0), again=True)
+        search.run(
+            lambda: _total(search), lambda limit: attempt(total - int(limit), 1.0), _planned, again=True
+        )
     return search.best if search.best is not None else least()
 
 
@@ -106,12 +108,22 @@ class _Search:
         return calls >= 1 + after and chars >= (1 + after) * (self.longest + self.longest // 8)
 
     def run(
-        self, choose: Callable[[], float | None], make: Callable[[float], Attempt], *, again: bool
+        self,
+        choose: Callable[[], float | None],
+        make: Callable[[float], Attempt],
+        where: Callable[[Attempt], float],
+        *,
+        again: bool,
     ) -> None:
         """Try what ``choose`` asks for, while it asks and the cost allows, until a soul is full.
 
-        ``again``: the same soul twice is a step too small (a total must rise
-        further before a file keeps more), not the end of what this can give.
+        ``where`` places a soul on what is searched (a rate, or what a plan
+        added up to): of the souls over the total the lowest is kept, and of
+        those that fit the highest, as the closest (a count may measure a
+        shorter soul as more: a marker's number gains a thousands separator). The same soul twice is a step
+        too small (a total must rise further before a file keeps more) for
+        a total, and, for a rate with nothing yet on the other side, the end
+        of what rates can do.
         """
         while not self.done and self.affordable():
             point = choose()
@@ -128,14 +140,13 @@ class _Search:
             self.stalled = 0 if moved else self.stalled + 1
             self.most, self.longest = max(self.most, _cut(tried)), max(self.longest, len(tried.text))
             if tried.used > self.total:
-                if self.over is None or tried.used <= self.over.used:
-                    self.over = tried  # of equal souls, the last tried is the closer
+                if self.over is None or where(tried) < where(self.over):
+                    self.over = tried
                 continue
-            if self.fits is not None and tried.used < self.fits.used:
-                return  # more gave a soul no fuller: the count is not a length
             if min(self.spare(_cut(tried))) < 0:
                 return  # kept, it would cost more than the page allows for the files it cuts
-            self.fits = tried  # the same soul again is kept too, to move on from
+            if self.fits is None or where(tried) >= where(self.fits):
+                self.fits = tried  # the same soul again is kept too, to move on from
             if self.best is None or tried.used >= self.best.used:
                 self.best = tried
             self.done = _full(tried, self.total)
@@ -143,6 +154,14 @@ class _Search:
 
 def _cut(tried: Attempt) -> int:
     return sum(cut.cut for cut in tried.cuts.values())
+
+
+def _scale(tried: Attempt) -> float:
+    return tried.scale
+
+
+def _planned(tried: Attempt) -> float:
+    return tried.planned
 
 
 def _rate(search: _Search) -> float | None:
