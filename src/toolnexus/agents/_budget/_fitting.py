@@ -98,6 +98,7 @@ class _Search:
     def reset(self, first: Attempt) -> None:
         self.fits: Attempt | None = first if first.used <= self.total else None
         self.over: Attempt | None = None if self.fits else first
+        self.behind: Attempt | None = None  # the soul a try on the same side replaced, to extrapolate from
         self.seen: set[float] = set()
 
     def affordable(self) -> bool:
@@ -141,12 +142,12 @@ class _Search:
             self.most, self.longest = max(self.most, _cut(tried)), max(self.longest, len(tried.text))
             if tried.used > self.total:
                 if self.over is None or where(tried) < where(self.over):
-                    self.over = tried
+                    self.behind, self.over = self.over, tried
                 continue
             if min(self.spare(_cut(tried))) < 0:
                 return  # kept, it would cost more than the page allows for the files it cuts
             if self.fits is None or where(tried) >= where(self.fits):
-                self.fits = tried  # the same soul again is kept too, to move on from
+                self.behind, self.fits = self.fits, tried  # the same soul again too, to move on from
             if self.best is None or tried.used >= self.best.used:
                 self.best = tried
             self.done = _full(tried, self.total)
@@ -179,10 +180,14 @@ def _rate(search: _Search) -> float | None:
     tried = over if over is not None else fits
     assert tried is not None
     fixed = tried.planned - tried.shared  # headings, markers and bodies kept whole, as planned
-    if tried.used <= fixed:  # the parts measure nothing yet: double the rate
+    behind = search.behind
+    if behind is not None and behind.used != tried.used:  # the last two, on one side: extrapolate
+        rate = tried.scale + (target - tried.used) * (tried.scale - behind.scale) / (tried.used - behind.used)
+        rate = min(max(rate, tried.scale / 16), tried.scale * 64)
+    elif tried.used <= fixed:  # the parts measure nothing yet: double the rate
         return tried.scale * 2 ** (1 + search.stalled) if over is None else None
-    # Each try that moved nothing squares the step: the part's rate is far from its text's.
-    rate = tried.scale * ((target - fixed) / (tried.used - fixed)) ** (2**search.stalled)
+    else:  # Each try that moved nothing squares the step: the part's rate is far from its text's.
+        rate = tried.scale * ((target - fixed) / (tried.used - fixed)) ** (2**search.stalled)
     if over is not None:
         return rate if 0 < rate < tried.scale else None
     return min(rate, tried.scale * 64) if rate > tried.scale else None
