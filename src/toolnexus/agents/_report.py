@@ -167,7 +167,9 @@ class Soul:
         lead back to it) is in it: a full collection need not walk it.
         """
         soul = cls.__new__(cls)
-        rows: Sequence[ReadRow] = reads if _untracked(reads) else tuple([(*read,) for read in reads])
+        # The compiled reader's results are off the collector's lists already.
+        untracked = type(reads) is tuple and not _is_tracked(reads)
+        rows: Sequence[ReadRow] = reads if untracked else tuple([(*read,) for read in reads])
         _fill(soul, text, found, max_file_bytes, symlinks, budget, used, None, (names, rows, cuts))
         if cls is Soul and (budget is None or budget.count is None):
             _native.reader.untrack(soul)
@@ -357,17 +359,13 @@ def _absent(name: str) -> FileReport:
     return FileReport(name, FileStatus.MISSING, errno=errnos.ENOENT, error=os.strerror(errnos.ENOENT))
 
 
+_is_tracked = gc.is_tracked
 _new_report = tuple.__new__  # skips FileReport's Python-level __new__: half the cost
 _PRESENT: Final = FileStatus.PRESENT
 _ENOENT: Final = errnos.ENOENT
 # The fields a soul reads of what it keeps, without making reports: by their names' places.
 _TRUNCATED: Final = FileRead._fields.index("truncated")
 _CUT: Final = Cut._fields.index("cut")
-
-
-def _untracked(reads: Sequence[FileRead]) -> bool:
-    """Are ``reads`` off the collector's lists already (the compiled reader's results)?"""
-    return type(reads) is tuple and not gc.is_tracked(reads)
 
 
 def file_reports(

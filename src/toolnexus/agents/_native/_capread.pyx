@@ -805,12 +805,18 @@ _MISSING_ENOENT = FileRead(FileStatus.MISSING.value, ENOENT, 0, 0, False, True, 
 PyObject_GC_UnTrack(<void *>_MISSING_ENOENT)
 
 
+# Each policy's code by its word, looked up without a field's attribute access.
+cdef dict _CODES = {policy.word: policy.code for policy in POLICIES.values()}
+
+
 cdef int _policy(object symlinks) except -1:
     """The code of the policy ``symlinks`` names (``_vocabulary.POLICIES``), or the check's error."""
-    policy = POLICIES.get(symlinks) if isinstance(symlinks, str) else None
-    if policy is None:
+    if symlinks == "follow":  # the default, on every compose: no lookup at all
+        return FOLLOW
+    code = _CODES.get(symlinks) if isinstance(symlinks, str) else None
+    if code is None:
         check_arguments((), (), 1, symlinks)  # raises, in the shared words
-    return policy.code
+    return code
 
 
 cdef bint _process_error(int err) noexcept nogil:
