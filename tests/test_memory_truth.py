@@ -112,6 +112,23 @@ def test_the_command_line_says_an_unsynced_change_stands(
     assert memory_tool(home).entries()[-1] == "Answers in French."
 
 
+def test_a_failing_close_after_the_change_is_no_failure(
+    home: Path, memory: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Linux lets a descriptor go whatever close() says; the change was in place and synced before.
+    real = os.close
+
+    def failing(fd: int) -> None:
+        real(fd)
+        raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    monkeypatch.setattr(os, "close", failing)
+    assert main(["memory", str(home), "add", "Answers in French."]) == 0
+    monkeypatch.undo()
+    assert capsys.readouterr() == ("added: MEMORY.md holds 4 entries, 181 of 2,200 characters\n", "")
+    assert memory_tool(home).entries()[-1] == "Answers in French."
+
+
 @needs_root
 def test_a_record_that_cannot_be_read_stops_the_change_and_stays(reachable: Path) -> None:
     home, memory = reachable, reachable / "MEMORY.md"

@@ -159,7 +159,7 @@ class Folder:
         self._close: Callable[[], object] = lambda: None
         if _HAVE_DIR_FD:
             self.fd = os.open(home, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
-            self._close = weakref.finalize(self, os.close, self.fd)
+            self._close = weakref.finalize(self, close, self.fd)  # never an error: the change stands
             st = os.fstat(self.fd)
         else:  # pragma: no cover - Windows: paths, and a check by stat
             st = os.stat(home)
