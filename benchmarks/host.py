@@ -188,23 +188,10 @@ def _pause_ms() -> float:
 
 
 def _floor_us(dirs: list[str]) -> float:
-    """A watch of each home's directory on a fresh queue, a statfs, and its compose (benchmarks/scale.py)."""
-    from toolnexus.agents import _native, compose
+    """A watch of each home's directory on a fresh queue, a statfs, and its compose (scale.py's floor)."""
+    from scale import notify_floor  # the version this worker runs: imported here, in the worker
 
-    notifier = _native.notifier
-    assert notifier is not None
-    fd = notifier.open_queue()
-    mask = 0x2 | 0x4 | 0x8 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800 | 0x1000000 | 0x2000000 | 0x20000000
-    try:
-        start = time.perf_counter_ns()
-        for directory in dirs:
-            home = os.fsencode(directory)
-            notifier.add_watch(fd, home, mask)
-            notifier.filesystem_type(home)
-            compose(directory)
-        return (time.perf_counter_ns() - start) / len(dirs) / 1000
-    finally:
-        os.close(fd)
+    return notify_floor(dirs)
 
 
 def collector(dirs: list[str]) -> dict[str, Any]:
