@@ -38,7 +38,7 @@ def _chars(units: int, measured: int, length: int, *, spare: bool = True, scale:
     ``spare``: a little less, as the soul is measured only once it is made;
     ``scale``: law 6's correction of the rate, when a soul missed the total.
     """
-    if measured <= units:
+    if measured <= max(units, 0):  # a unit less (-1) of a text that measures nothing keeps nothing
         return length if units > 0 else 0
     if not spare:
         return max(units, 0) * length // measured
