@@ -21,7 +21,7 @@ import pytest
 from toolnexus.agents import Budget, Soul, SoulCache, compose
 
 EXAMPLE: Final = Path(__file__).resolve().parents[1] / "examples" / "aster"
-HOMES: Final = 120
+HOMES: Final = 60  # more than ONCE: one object more a home would show
 # Objects the collector walks that are the process's, not the homes': a list
 # to hold the souls, a cache and what it keeps once (its dicts, its queue's).
 ONCE: Final = 40
