@@ -123,6 +123,19 @@ class Peer:
         came, self.notifications = self.notifications, []
         return sorted(came, key=repr)
 
+    async def until_each(self, expected: Sequence[Mapping[str, object]]) -> list[dict[str, Any]]:
+        """Wait until each of ``expected`` came, once or more (a look may tell a change again); take them.
+
+        The distinct notifications that came, sorted as ``until`` sorts them.
+        """
+        wanted = {repr(each) for each in expected}
+        with anyio.fail_after(TIMEOUT):
+            while not wanted <= {repr(each) for each in self.notifications}:
+                self._arrived = anyio.Event()
+                await self._arrived.wait()
+        came, self.notifications = self.notifications, []
+        return sorted({repr(each): each for each in came}.values(), key=repr)
+
 
 @asynccontextmanager
 async def connected(server: Any, *, modern: bool = False) -> AsyncIterator[Peer]:
