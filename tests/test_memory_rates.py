@@ -66,6 +66,12 @@ def test_saves_of_other_writers_are_whole_and_kept(home: Path, mode: str, exchan
     torn = [line for line in lines if f"from {mode}" in line and not whole.fullmatch(line)]
     how = "exchange" if exchange else "link and rename"
     print(f"{mode}, {how}: {lost} of {len(tokens)} lost, {len(torn)} torn")
+    if mode == "split" and not exchange:
+        # The window section 14 counts without exchange: a save in two writes whose second lands in
+        # the file read between the tool's link and its rename, its first half ending the new text.
+        assert len(torn) <= max(2, len(tokens) // 50)
+        assert lost <= max(2, len(tokens) // 50)
+        return
     assert torn == []
     if mode != "rename":
         assert lost == 0
