@@ -254,6 +254,7 @@ def issue_bounds(large: int, counts: dict[str, Callable[[str], int]]) -> None:
         for label, (home, cap) in issue_homes(Path(directory), large).items():
             plain = compose(home, max_file_bytes=cap)
             files = len(plain.found)
+            kept_as_read = compose(home, max_file_bytes=cap, budget=Budget(total=10**9)).text
             for name, count in counts.items():
                 watched = Watched(count)
                 whole = count(plain.text)
@@ -267,9 +268,13 @@ def issue_bounds(large: int, counts: dict[str, Callable[[str], int]]) -> None:
                             what = f"{label}, {name}, {reader}, total {total}, per_file {per_file}"
                             cut = len(soul.cut_files)
                             ratio = watched.chars / len(plain.text)
-                            if not cut and per_file is None:  # a total that fits: the soul, once
+                            # A total that holds the soul (files over the cap cut by it alone): the
+                            # soul, once.
+                            if share == 1 and per_file is None:
                                 assert (watched.calls, ratio <= 1.05) == (1, True), what
-                            elif not cut:  # and per_file: each file besides
+                                # As the plan in characters makes it: each file keeps all that was read.
+                                assert soul.text == kept_as_read, what
+                            elif share == 1:  # and per_file: each file besides
                                 assert watched.calls == files + 1, what
                             else:
                                 assert watched.calls <= files + 2 + 4 * cut, what

@@ -22,12 +22,13 @@ docs/reference/budgets.md lays down:
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Sequence
 from typing import Final
 
 from .._options import Budget, Options
-from .._vocabulary import Composed, CutRow, FileRead, FileStatus
-from ._cuts import render
+from .._vocabulary import Composed, Cut, CutRow, FileRead, FileStatus
+from ._cuts import ceiling, render
 from ._first import first_read, unchanged, whole_bodies
 from ._fitting import Attempt, fitted
 from ._reading import UNLIMITED, Body, Reading, bytes_per_unit
@@ -86,6 +87,10 @@ def compose_budgeted(home: bytes, options: Options) -> Composed:
             return _new(Composed, (text, names, tuple(reading.reads), cuts, used))
         if all(body.whole for body in bodies):
             break  # nothing more to read
+        if len(reading.reads) and tally.calls == 0:  # before anything is measured: one count may do
+            capped = _as_read(bodies, measures, reading)
+            if capped is not None:
+                return capped
         # Once it cannot hold, reading more never lets it: that is not asked again.
         holding = holding and _might_hold(bodies, measures)
         planned = functools.partial(plan, bodies, measures, exact=False)
@@ -93,6 +98,48 @@ def compose_budgeted(home: bytes, options: Options) -> Composed:
         if not wanted or not reading.more(wanted):
             break
     return _fitted(reading.bodies, measures, tuple(reading.reads))
+
+
+def _as_read(bodies: Sequence[Body], measures: Measures, reading: Reading) -> Composed | None:
+    """The soul of every file as the cap lets it be read, if the total holds it; else None.
+
+    Files over the cap are cut whatever the total; a total that holds each
+    of them keeping all that was read of it (its start and its end, as far
+    as the cap allows) and every other file whole plans no cut beyond the
+    cap's, so that soul, measured once, is the answer when it fits: one
+    call (with ``per_file``, one more for each file first: a file read in
+    part is measured as its start and end joined by a line break, which
+    bounds the two parts together by one unit more). Tried only when the
+    soul has at most 8 characters a unit of the total, and only under a
+    total with a count of its own (in characters the plan is exact).
+    """
+    budget, tally = measures.budget, measures.tally
+    total, per_file = budget.total, budget.per_file
+    if total is None or not tally.counted:
+        return None
+    if not all(
+        not body.over_cap if body.whole else body.over_cap and reading.at_cap(body) for body in bodies
+    ):
+        return None
+    read = sum(len(body.text) + len(body.tail) for body in bodies) + measures.fixed(bodies)
+    if read > total * bytes_per_unit(budget):
+        return None  # far more than the total holds: the plan cuts
+    within = [body for body in bodies if not body.whole]
+    if per_file is not None:
+        for body in bodies:
+            most = body.measure if body.whole else tally.measure(f"{body.text}\n{body.tail}") + 1
+            if most > per_file:
+                return None
+        for body in within:  # its parts are within per_file: not measured apart
+            body.verified = (len(body.text), len(body.tail))
+    chosen = Plan(len(bodies), {p: UNLIMITED for p, body in enumerate(bodies) if not body.whole}, False)
+    text, found, cuts = render(bodies, chosen, measures)
+    used = tally.measure(text)
+    if used > total:
+        for body in within:
+            body.verified = None  # a plan that cuts them measures their parts
+        return None
+    return _new(Composed, (text, found, tuple(reading.reads), _rows(cuts, len(reading.reads)), used))
 
 
 def _kept(bodies: Sequence[Body], measures: Measures, count: int) -> tuple[CutRow | None, ...]:
@@ -119,7 +166,8 @@ def _fitted(bodies: Sequence[Body], measures: Measures, reads: Sequence[FileRead
         text, found, cuts = render(bodies, chosen, measures)
         used = tally.measure(text) if tally.counted else len(text)
         shared = sum(chosen.shares.values())
-        return Attempt(used, text, found, cuts, chosen.bound, chosen.planned, shared, scale)
+        top = ceiling(bodies, chosen, measures) if tally.counted and total is not None else math.inf
+        return Attempt(used, text, found, cuts, chosen.bound, chosen.planned, shared, scale, top)
 
     def spare(cut: int) -> tuple[int, int]:
         # Files found not worth cutting (their marker measured, and no shorter than them).
@@ -137,10 +185,15 @@ def _fitted(bodies: Sequence[Body], measures: Measures, reads: Sequence[FileRead
             return tried if tried.used <= whole_total else attempt(whole_total + 1, weigh=True)
 
         best = fitted(best, attempt, least, total, spare)
-    cuts = best.cuts
-    # As plain tuples, which a soul keeps: nothing the cyclic collector walks.
-    per_name = tuple([None if (cut := cuts.get(index)) is None else (*cut,) for index in range(len(reads))])
-    return _new(Composed, (best.text, best.found, tuple(reads), per_name, best.used))
+    return _new(Composed, (best.text, best.found, tuple(reads), _rows(best.cuts, len(reads)), best.used))
+
+
+def _rows(cuts: dict[int, Cut], count: int) -> tuple[CutRow | None, ...]:
+    """The ``Cut`` of each of ``count`` names (None: not present), as plain tuples, which a soul keeps.
+
+    Plain tuples are nothing the cyclic collector walks.
+    """
+    return tuple([None if (cut := cuts.get(index)) is None else (*cut,) for index in range(count)])
 
 
 def _reach(lengths: list[int], budget: Budget) -> int:

@@ -18,10 +18,10 @@ from collections.abc import Sequence
 from .._format import WHITESPACE
 from .._vocabulary import Cut
 from ._bodies import utf8_length
-from ._reading import Body
+from ._reading import UNLIMITED, Body
 from ._shares import Measures, Plan, marker
 
-__all__ = ["cut_body", "render"]
+__all__ = ["ceiling", "cut_body", "render"]
 
 _new = tuple.__new__  # skips a NamedTuple's own __new__: a third of the cost
 # Under a total, of a part's share worth at its text's rate, what a cut keeps:
@@ -113,9 +113,11 @@ def _portions(body: Body, share: int, measures: Measures) -> tuple[int, int]:
 def _parts(body: Body, share: int, measures: Measures) -> tuple[str, str]:
     """The start and the end ``body`` keeps for ``share``, line rules applied."""
     budget = measures.budget
-    head_units, tail_units = _portions(body, share, measures)
+    head_units, tail_units = _portions(body, share, measures) if share < UNLIMITED else (0, 0)
     text, end = body.text, body.tail
-    if budget.count is None:
+    if share >= UNLIMITED:  # all that was read of a file over the cap (the total holds the soul)
+        head_chars, tail_chars = len(text), len(end)
+    elif budget.count is None:
         head_chars, tail_chars = head_units, tail_units
     else:
         spare, scale = budget.total is not None, measures.scale
@@ -134,6 +136,31 @@ def _parts(body: Body, share: int, measures: Measures) -> tuple[str, str]:
     else:
         suffix = _suffix(end, tail_chars, 0, whole=False, trim=not body.start_known)
     return prefix, suffix
+
+
+def _saturation(units: int, measured: int) -> float:
+    """The scale from which a part of ``units`` cut from a text that measures ``measured`` is all of it."""
+    if measured <= max(units, 0):
+        return 0.0  # all of it at any scale
+    if units - 1 <= 0:
+        return 0.0  # nothing at any scale: no rate moves it
+    return measured / ((units - 1) * _RATE_KEEPS)
+
+
+def ceiling(bodies: Sequence[Body], chosen: Plan, measures: Measures) -> float:
+    """The rate (a multiple of each text's) from which every part the plan cuts is all its text can give.
+
+    Law 6 searches the rate up to it: a higher one makes the same soul.
+    Only under a total, for a count other than characters.
+    """
+    most = 0.0
+    for position, share in chosen.shares.items():
+        body = bodies[position]
+        head_units, tail_units = _portions(body, share, measures)
+        most = max(most, _saturation(head_units, body.head_measure))
+        if measures.budget.keep == "head+tail":
+            most = max(most, _saturation(tail_units, body.measure if body.whole else body.tail_measure))
+    return most
 
 
 def _below(body: Body, limit: int) -> bool:

@@ -40,6 +40,7 @@ class Attempt(NamedTuple):
     planned: int  # what the plan added up to, in the budget's unit (the soul's measure, if the count adds up)
     shared: int  # what the plan shared among the files cut (the rest of ``planned`` is fixed)
     scale: float = 1.0
+    ceiling: float = math.inf  # the rate from which every part cut is all its text gives: no higher is tried
 
 
 Attempting = Callable[[int, float], Attempt]
@@ -168,29 +169,49 @@ def _planned(tried: Attempt) -> float:
 def _rate(search: _Search) -> float | None:
     """The scale to cut the parts at next: what is shared moves the soul; the rest of it is fixed."""
     fits, over, target = search.fits, search.over, search.target
-    if fits is not None and over is not None:  # between the two, by interpolation
-        low, high = fits.scale, over.scale
-        if high <= low or high - low < low / 64:
-            return None
-        if high > 2 * low:  # far apart: halve the ratio (a part's rate may vary anywhere between)
-            return math.sqrt(low * high)
-        # A soul's measure moves in steps (a line, a word): each try takes a quarter off at least.
-        rate = low + (target - fits.used) * (high - low) / max(over.used - fits.used, 1)
-        return min(max(rate, low + (high - low) / 4), high - (high - low) / 4)
+    if fits is not None and over is not None:
+        return _between(fits, over, target, stalled=search.stalled > 0)
     tried = over if over is not None else fits
     assert tried is not None
     fixed = tried.planned - tried.shared  # headings, markers and bodies kept whole, as planned
     behind = search.behind
-    if behind is not None and behind.used != tried.used:  # the last two, on one side: extrapolate
+    # The last two, on one side, extrapolated; not when the soul moved against its parts (a marker's
+    # number gained a separator as they shrank): the step below then goes on.
+    if behind is not None and (tried.used - behind.used) * (tried.scale - behind.scale) > 0:
         rate = tried.scale + (target - tried.used) * (tried.scale - behind.scale) / (tried.used - behind.used)
         rate = min(max(rate, tried.scale / 16), tried.scale * 64)
     elif tried.used <= fixed:  # the parts measure nothing yet: double the rate
-        return tried.scale * 2 ** (1 + search.stalled) if over is None else None
+        rate = tried.scale * 2 ** (1 + search.stalled)
+        return min(rate, _top(tried)) if over is None and tried.scale < _top(tried) else None
     else:  # Each try that moved nothing squares the step: the part's rate is far from its text's.
         rate = tried.scale * ((target - fixed) / (tried.used - fixed)) ** (2**search.stalled)
     if over is not None:
         return rate if 0 < rate < tried.scale else None
-    return min(rate, tried.scale * 64) if rate > tried.scale else None
+    return min(rate, tried.scale * 64, _top(tried)) if rate > tried.scale < _top(tried) else None
+
+
+def _between(fits: Attempt, over: Attempt, target: int, *, stalled: bool) -> float | None:
+    """The scale between a soul that fitted and one that went over, by interpolation; None if too close.
+
+    ``stalled``: the last try measured as the one before, on its side.
+    """
+    low, high = fits.scale, over.scale
+    if low < _top(over) < high:  # a rate past the ceiling made the same soul as the ceiling
+        high = _top(over)
+    if high <= low or high - low < low / 64:
+        return None
+    if high > 2 * low:  # far apart: halve the ratio (a part's rate may vary anywhere between)
+        return math.sqrt(low * high)
+    if stalled:  # the soul's measure is flat here: halve the gap
+        return (low + high) / 2
+    # A soul's measure moves in steps (a line, a word): each try takes a quarter off at least.
+    rate = low + (target - fits.used) * (high - low) / max(over.used - fits.used, 1)
+    return min(max(rate, low + (high - low) / 4), high - (high - low) / 4)
+
+
+def _top(tried: Attempt) -> float:
+    """A hair past the ceiling of ``tried``'s rate, so that flooring to whole characters still reaches it."""
+    return tried.ceiling * (1 + 1e-9)
 
 
 def _total(search: _Search) -> float | None:

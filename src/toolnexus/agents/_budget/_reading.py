@@ -272,6 +272,10 @@ class Reading:
         """The present files' bodies, in the order of the names."""
         return [self._bodies[index] for index in sorted(self._bodies)]
 
+    def at_cap(self, body: Body) -> bool:
+        """Was ``body`` read as far as the cap allows a file longer than it (its start and its end)?"""
+        return self._windows[body.index] == _most(self._options.cap, self._budget)
+
     def more(self, wanted: dict[int, tuple[bool, bool]]) -> bool:
         """Read more of the bodies at ``wanted`` positions (at their start, at their end); False if none can.
 
