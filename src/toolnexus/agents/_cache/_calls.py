@@ -42,7 +42,12 @@ class Calls:
         self.table: dict[object, Key] = {}
 
     def recall(self, dir: PathArg, options: Mapping[str, object]) -> tuple[object, Key | None]:
-        """The call, and its key if it was seen before (None: check its arguments)."""
+        """The call, and its key if it was seen before (None: check its arguments).
+
+        The call is None when it cannot be remembered: its path is not a
+        fixed value, an option is of a type that may compare equal to another
+        value, or it cannot be hashed.
+        """
         named = dir if type(dir) is str or type(dir) not in _FIXED_PATHS else os.fspath(dir)
         call: object = (named, *options, *options.values()) if options else named
         if type(dir) not in _FIXED_PATHS or (
@@ -52,42 +57,31 @@ class Calls:
                 or type(options.get("strict", False)) is not bool
             )
         ):
-            return call, None  # only such calls are remembered (see remember)
+            return None, None
         try:
             key = self.table.get(call)
             if key is None and not absolute(named):
                 key = self.table.get((call, os.getcwdb()))
         except TypeError:  # unhashable (files as a list): checked on every call
-            return call, None
+            return None, None
         return call, key
 
     def remember(  # noqa: PLR0917 - a call, what it made, and what guards the table
-        self,
-        dir: PathArg,
-        call: object,
-        key: Key,
-        where: bytes,
-        relative: bool,
-        lock: threading.Lock,
-        maxsize: int,
+        self, call: object, key: Key, where: bytes, relative: bool, lock: threading.Lock, maxsize: int
     ) -> None:
-        """Map a checked call to its key, if it can be: hashable, its path a fixed value.
+        """Map a checked call (as ``recall`` gave it; None: it cannot be remembered) to its key.
 
         A relative path (made absolute against ``where``, the working
         directory) goes under the call and ``where`` (if the directory is
         still that).
         """
-        if type(dir) not in _FIXED_PATHS:
-            return  # another path-like may say something else next time
+        if call is None:
+            return
         memo: object = call
         if relative:
             if os.getcwdb() != where:
                 return  # the directory changed meanwhile
             memo = (call, where)
-        try:
-            hash(memo)
-        except TypeError:
-            return
         with lock:
             if len(self.table) >= 2 * maxsize:
                 self.table.clear()

@@ -132,7 +132,7 @@ class SoulCache:
             home = self._home(path)
             checked = check_options(options, "SoulCache.compose")
             key = key_of(home, checked)
-            self._calls.remember(dir, call, key, where, home != path, self._lock, self._maxsize)
+            self._calls.remember(call, key, where, home != path, self._lock, self._maxsize)
         soul = self._find(key, options.get("budget"), True)
         if soul is not None and not options.get("strict"):
             return soul
