@@ -18,7 +18,7 @@ from typing import Final, NamedTuple
 
 from . import _native
 from ._options import Budget
-from ._vocabulary import POLICIES, Cut, CutRow, FileRead, FileStatus, ReadRow
+from ._vocabulary import POLICIES, Cut, CutRow, FileRead, FileStatus, ReadRow, whole_rows
 
 __all__ = ["NEAR_LIMIT", "FileReport", "Soul", "file_reports"]
 
@@ -218,7 +218,7 @@ class Soul:
         """Names of the files that the budget shortened or left out."""
         cuts = self._cuts
         if self._files is None:  # from the budget's cuts: nothing measured
-            if cuts is None:
+            if not cuts:  # None, or () for a soul that a budget in characters holds whole
                 return ()
             return tuple(name for name, cut in zip(self._names, cuts, strict=True) if cut and cut[_CUT])
         return tuple(f.name for f in self.files if f.cut)
@@ -384,6 +384,8 @@ def file_reports(
     soul: a report asks for it.
     """
     if cuts is not None:
+        if not cuts:  # a budget in characters held every file whole: the reader's lengths are the measures
+            cuts = whole_rows(reads)
         return _budgeted_reports(names, reads, symlinks, cuts, text=text, measure=measure or len)
     reports = []
     for name, read in zip(names, reads, strict=True):

@@ -14,6 +14,7 @@ what the Python layer hands a reader to say how a soul looks
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from typing import Final, Literal, NamedTuple, TypeAlias
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "Policy",
     "ReadRow",
     "SymlinkPolicy",
+    "whole_rows",
 ]
 
 
@@ -168,12 +170,23 @@ class Cut(NamedTuple):
 CutRow: TypeAlias = tuple[bool, int, int, int, int, tuple[int, ...]]
 
 
+def whole_rows(reads: Sequence[ReadRow]) -> tuple[CutRow | None, ...]:
+    """The cuts of a soul a budget in characters holds whole: each present file keeps its body_chars."""
+    return tuple(
+        [
+            (False, chars, chars, nbytes, 0, ()) if status == "present" else None
+            for status, _, _, _, _, _, _, _, chars, nbytes, _, _ in reads
+        ]
+    )
+
+
 class Composed(NamedTuple):
     """One home, composed: what a reader's ``compose_homes`` returns, and a budget too."""
 
     text: str  # the soul
     found: tuple[str, ...]  # the names whose sections it holds, in order
     reads: tuple[FileRead, ...]  # one per name
-    # With a budget: per name, for each present file, a Cut's fields as a plain tuple (a CutRow).
+    # With a budget: per name, for each present file, a Cut's fields as a plain tuple (a CutRow);
+    # () when a budget in characters holds every file whole (each keeps its body_chars: nothing cut).
     cuts: tuple[CutRow | None, ...] | None = None
     used: int | None = None  # with a budget: the soul in its unit

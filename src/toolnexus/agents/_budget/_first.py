@@ -80,15 +80,8 @@ def unchanged(first: Composed, options: Options, tally: Tally) -> tuple[Composed
             per_file is not None and any(read.body_chars > per_file for read in reads)
         ):
             return None, {}
-        cuts = tuple(
-            [
-                (False, read.body_chars, read.body_chars, read.body_bytes, 0, ())
-                if read.status == _PRESENT
-                else None
-                for read in reads
-            ]
-        )
-        return _new(Composed, (text, first.found, reads, cuts, len(text))), {}
+        # () for cuts: each file kept whole, its measure the reader's length (the reports say so when asked).
+        return _new(Composed, (text, first.found, reads, (), len(text))), {}
     where = spans(first, options)
     measured: dict[int, int] = {}
     if budget.per_file is not None:
