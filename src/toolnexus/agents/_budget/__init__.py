@@ -39,6 +39,7 @@ __all__ = ["compose_budgeted"]
 
 _PRESENT: Final = FileStatus.PRESENT.value  # as a FileRead holds it
 _new = tuple.__new__  # skips a NamedTuple's own __new__: a third of the cost
+_CHARS_A_UNIT: Final = 8  # the soul of every file as read is tried up to this many characters a unit
 
 
 def _unchanged(bodies: Sequence[Body], measures: Measures) -> tuple[str, int] | None:
@@ -77,6 +78,7 @@ def compose_budgeted(home: bytes, options: Options) -> Composed:
         return _fitted([whole[index] for index in sorted(whole)], measures, first.reads)
     reading = Reading(home, options, lambda lengths: _reach(lengths, budget), first, whole, tally=tally)
     holding = True  # the soul composed without the budget might hold, for all that was read tells
+    tried_as_read = False  # the soul of every file as the cap lets it be read (once)
     while True:  # read on until what was read settles the laws
         bodies = reading.bodies
         held = _unchanged(bodies, measures)
@@ -87,7 +89,8 @@ def compose_budgeted(home: bytes, options: Options) -> Composed:
             return _new(Composed, (text, names, tuple(reading.reads), cuts, used))
         if all(body.whole for body in bodies):
             break  # nothing more to read
-        if len(reading.reads) and tally.calls == 0:  # before anything is measured: one count may do
+        if not tried_as_read and _as_read_apply(bodies, reading):  # one count may do
+            tried_as_read = True
             capped = _as_read(bodies, measures, reading)
             if capped is not None:
                 return capped
@@ -100,46 +103,62 @@ def compose_budgeted(home: bytes, options: Options) -> Composed:
     return _fitted(reading.bodies, measures, tuple(reading.reads))
 
 
+def _as_read_apply(bodies: Sequence[Body], reading: Reading) -> bool:
+    """Is every file over the cap read as far as the cap allows, and every other one whole?"""
+    return all(not body.over_cap if body.whole else body.over_cap and reading.at_cap(body) for body in bodies)
+
+
 def _as_read(bodies: Sequence[Body], measures: Measures, reading: Reading) -> Composed | None:
-    """The soul of every file as the cap lets it be read, if the total holds it; else None.
+    """The soul of every file as the cap lets it be read (``_as_read_apply``), if the total holds it.
 
     Files over the cap are cut whatever the total; a total that holds each
-    of them keeping all that was read of it (its start and its end, as far
-    as the cap allows) and every other file whole plans no cut beyond the
-    cap's, so that soul, measured once, is the answer when it fits: one
-    call (with ``per_file``, one more for each file first: a file read in
-    part is measured as its start and end joined by a line break, which
-    bounds the two parts together by one unit more). Tried only when the
-    soul has at most 8 characters a unit of the total, and only under a
-    total with a count of its own (in characters the plan is exact).
+    of them keeping all that was read of it (its start and its end) and
+    every other file whole plans no cut beyond the cap's, so that soul is
+    the answer when it fits: measured once (in characters, its length),
+    and, with ``per_file``, each file first (a file read in part as what
+    was read of its start and end joined by a line break, which bounds the
+    two parts together by that measure and one unit). Tried only when the
+    soul has at most 8 characters a unit of the total: else the plan cuts.
     """
     budget, tally = measures.budget, measures.tally
     total, per_file = budget.total, budget.per_file
-    if total is None or not tally.counted:
+    if total is None:
         return None
-    if not all(
-        not body.over_cap if body.whole else body.over_cap and reading.at_cap(body) for body in bodies
-    ):
-        return None
-    read = sum(len(body.text) + len(body.tail) for body in bodies) + measures.fixed(bodies)
-    if read > total * bytes_per_unit(budget):
-        return None  # far more than the total holds: the plan cuts
     within = [body for body in bodies if not body.whole]
-    if per_file is not None:
-        for body in bodies:
-            most = body.measure if body.whole else tally.measure(f"{body.text}\n{body.tail}") + 1
-            if most > per_file:
-                return None
-        for body in within:  # its parts are within per_file: not measured apart
-            body.verified = (len(body.text), len(body.tail))
-    chosen = Plan(len(bodies), {p: UNLIMITED for p, body in enumerate(bodies) if not body.whole}, False)
+    for body in within:  # kept as read: with per_file, within it if the measures below say so
+        body.verified = (len(body.text), len(body.tail))
+    chosen = Plan(
+        len(bodies), dict.fromkeys((p for p, body in enumerate(bodies) if not body.whole), UNLIMITED), False
+    )
     text, found, cuts = render(bodies, chosen, measures)
-    used = tally.measure(text)
-    if used > total:
+    used = -1
+    # Beyond 8 characters a unit of the total, the plan cuts: not measured.
+    if len(text) <= total * _CHARS_A_UNIT and (per_file is None or _within(bodies, per_file, tally)):
+        used = tally.measure(text) if tally.counted else len(text)
+    if not 0 <= used <= total:
         for body in within:
             body.verified = None  # a plan that cuts them measures their parts
         return None
     return _new(Composed, (text, found, tuple(reading.reads), _rows(cuts, len(reading.reads)), used))
+
+
+def _within(bodies: Sequence[Body], per_file: int, tally: Tally) -> bool:
+    """Does every file keep, as read, at most ``per_file``?
+
+    A file read in part is measured as what was read of its start and its
+    end, joined by a line break: the two measure together at most that and
+    one unit (in characters, exactly their lengths).
+    """
+    for body in bodies:
+        if body.whole:
+            most = body.measure
+        elif tally.counted:
+            most = tally.measure(f"{body.text}\n{body.tail}") + 1
+        else:
+            most = len(body.text) + len(body.tail)
+        if most > per_file:
+            return False
+    return True
 
 
 def _kept(bodies: Sequence[Body], measures: Measures, count: int) -> tuple[CutRow | None, ...]:
