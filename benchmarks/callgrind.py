@@ -16,8 +16,9 @@ and environment, whatever else the machine does.
 ``--call`` chooses what each home is composed with (``compose_soul(d)`` by
 default): ``compose(d)``; ``compose(d).files``, with its reports made;
 ``compose`` given its options (their default values), which is the path of
-a host that passes any; or a warm hit of a notified ``SoulCache``, without
-options and with them.
+a host that passes any; a warm hit of a notified ``SoulCache``, without
+options and with them; or its fill (``cache-fill``: each home composed into
+a cache that had none, its bookkeeping counted, the kernel's work not).
 """
 
 from __future__ import annotations
@@ -61,6 +62,17 @@ CALLS = {
     # Warm hits of a notified cache (its own instructions: the kernel's are not counted).
     "cache-hit": ("for d in dirs: cache.compose(d)", "cache.compose(d)"),
     "cache-hit-options": (f"for d in dirs: cache.compose(d, {_OPTIONS})", f"cache.compose(d, {_OPTIONS})"),
+    # A notified fill: each round of the loop fills a cache of its own (made first, uncounted);
+    # against "compose", what the cache's bookkeeping adds in Python (the kernel's part uncounted).
+    "cache-fill": (
+        "fresh = iter([SoulCache(maxsize=10_000) for _ in range(5)])\n"
+        "def fill(d):\n"
+        "    global cache\n"
+        "    if d is dirs[0]:\n"
+        "        cache = next(fresh)\n"
+        "    cache.compose(d)",
+        "fill(d)",
+    ),
 }
 
 

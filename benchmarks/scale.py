@@ -51,6 +51,10 @@ notifier = selector.notifier
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "aster"
 TARGET_WATCHES = 1.5
 TARGET_FILL = 1.5
+# What the fill may add to the floor (a watch, a statfs, a compose) a home: the cache's
+# bookkeeping in Python, about 42 to 49 µs here. Proposed (issue 29's notes) in place of
+# 1.5 x a cold compose, which would leave it 9 µs; printed, not part of the exit status.
+PROPOSED_BOOKKEEPING_US = 55
 AN_HOUR_AGO = time.time() - 3600
 
 
@@ -146,6 +150,10 @@ def main() -> int:
         per_home = watches / len(dirs)
         fill = medians["fill"] / cold
         print(f"  fill over the floor: {medians['fill'] / medians['floor']:.2f} x")
+        extra = medians["fill"] - medians["floor"]
+        proposed = "met" if extra <= PROPOSED_BOOKKEEPING_US else "MISSED"
+        limit = PROPOSED_BOOKKEEPING_US
+        print(f"  fill: the floor + {extra:.1f} µs a home (proposed: + {limit} µs at most) {proposed}")
         checks = [
             (f"watches a home: {per_home:.3f} ({watches:,} in all)", per_home <= TARGET_WATCHES),
             (f"homes notified: {notified:,} of {len(dirs):,}", notified == len(dirs)),
