@@ -9,12 +9,16 @@ docs/reference/budgets.md lays down:
 2. otherwise the files that read cut apart into bodies, and it reads the
    longer ones whole, or, when a file is long for what the budget could
    keep, only its start and end (``_reading``), reading more of a file until
-   what it read settles every question the budget asks of it;
+   what it read settles every question the budget asks of it; once files
+   over the cap are read as far as it allows and the others whole, the
+   soul as read (each file keeping all that was read of it) is the answer
+   when the total holds it, measured once;
 3. it decides how many files the soul holds (law 3), which are cut, and what
    each cut file may keep (``_shares``, law 2);
 4. it cuts each at line boundaries (``_cuts``, law 4), keeping its start and
-   end around one marker line, and measures the soul; a count that does not
-   add up has its total lowered until the soul fits (law 6).
+   end around one marker line, and measures the soul; when it misses the
+   total, law 6 searches the rate the parts are cut at, then the total the
+   plan is made for (``_fitting``).
 
 ``_bodies`` says where a body lies in a file's bytes.
 """
