@@ -48,16 +48,20 @@ class Calls:
         fixed value, an option is of a type that may compare equal to another
         value, or it cannot be hashed.
         """
-        named = dir if type(dir) is str or type(dir) not in _FIXED_PATHS else os.fspath(dir)
-        call: object = (named, *options, *options.values()) if options else named
-        if type(dir) not in _FIXED_PATHS or (
-            options
-            and (
-                type(options.get("max_file_bytes", 0)) is not int
-                or type(options.get("strict", False)) is not bool
-            )
-        ):
+        kind = type(dir)
+        if kind is str:
+            named: object = dir
+        elif kind in _FIXED_PATHS:
+            named = os.fspath(dir)
+        else:
             return None, None
+        call: object = named
+        if options:
+            get = options.get
+            # True == 1 and 1.0 == 1: a call remembered with one must not answer for the other.
+            if type(get("max_file_bytes", 0)) is not int or type(get("strict", False)) is not bool:
+                return None, None
+            call = (named, *options, *options.values())
         try:
             key = self.table.get(call)
             if key is None and not absolute(named):
