@@ -93,7 +93,7 @@ def compose_budgeted(home: bytes, options: Options) -> Composed:
             return _new(Composed, (text, names, tuple(reading.reads), cuts, used))
         if all(body.whole for body in bodies):
             break  # nothing more to read
-        if not tried_as_read and _as_read_apply(bodies, reading):  # one count may do
+        if not tried_as_read and _read_to_cap(bodies, reading):  # one count may do
             tried_as_read = True
             capped = _as_read(bodies, measures, reading)
             if capped is not None:
@@ -107,13 +107,13 @@ def compose_budgeted(home: bytes, options: Options) -> Composed:
     return _fitted(reading.bodies, measures, tuple(reading.reads))
 
 
-def _as_read_apply(bodies: Sequence[Body], reading: Reading) -> bool:
+def _read_to_cap(bodies: Sequence[Body], reading: Reading) -> bool:
     """Is every file over the cap read as far as the cap allows, and every other one whole?"""
     return all(not body.over_cap if body.whole else body.over_cap and reading.at_cap(body) for body in bodies)
 
 
 def _as_read(bodies: Sequence[Body], measures: Measures, reading: Reading) -> Composed | None:
-    """The soul of every file as the cap lets it be read (``_as_read_apply``), if the total holds it.
+    """The soul of every file as the cap lets it be read (``_read_to_cap``), if the total holds it.
 
     Files over the cap are cut whatever the total; a total that holds each
     of them keeping all that was read of it (its start and its end) and
@@ -128,16 +128,14 @@ def _as_read(bodies: Sequence[Body], measures: Measures, reading: Reading) -> Co
     total, per_file = budget.total, budget.per_file
     if total is None:
         return None
-    within = [body for body in bodies if not body.whole]
+    chosen = Plan(len(bodies), {p: UNLIMITED for p, body in enumerate(bodies) if not body.whole}, False)
+    within = [bodies[p] for p in chosen.shares]  # the files over the cap
     for body in within:  # kept as read: with per_file, within it if the measures below say so
         body.verified = (len(body.text), len(body.tail))
-    chosen = Plan(
-        len(bodies), dict.fromkeys((p for p, body in enumerate(bodies) if not body.whole), UNLIMITED), False
-    )
     text, found, cuts = render(bodies, chosen, measures)
     used = -1
     # Beyond 8 characters a unit of the total, the plan cuts: not measured.
-    if len(text) <= total * _CHARS_A_UNIT and (per_file is None or _within(bodies, per_file, tally)):
+    if len(text) <= total * _CHARS_A_UNIT and (per_file is None or _each_within(bodies, per_file, tally)):
         used = tally.measure(text) if tally.counted else len(text)
     if not 0 <= used <= total:
         for body in within:
@@ -146,7 +144,7 @@ def _as_read(bodies: Sequence[Body], measures: Measures, reading: Reading) -> Co
     return _new(Composed, (text, found, tuple(reading.reads), _rows(cuts, len(reading.reads)), used))
 
 
-def _within(bodies: Sequence[Body], per_file: int, tally: Tally) -> bool:
+def _each_within(bodies: Sequence[Body], per_file: int, tally: Tally) -> bool:
     """Does every file keep, as read, at most ``per_file``?
 
     A file read in part is measured as what was read of its start and its

@@ -110,22 +110,27 @@ def _portions(body: Body, share: int, measures: Measures) -> tuple[int, int]:
     return head_units, tail_units
 
 
+def _lengths(body: Body, share: int, measures: Measures) -> tuple[int, int]:
+    """The characters the start and the end of ``body`` may take for ``share``, before the line rules."""
+    text, end = body.text, body.tail
+    if share >= UNLIMITED:  # all that was read of a file over the cap (the total holds the soul)
+        return len(text), len(end)
+    budget = measures.budget
+    head_units, tail_units = _portions(body, share, measures)
+    if budget.count is None:
+        return head_units, tail_units
+    spare, scale = budget.total is not None, measures.scale
+    head_chars = _chars(head_units, body.head_measure, len(text), spare=spare, scale=scale)
+    if body.whole:
+        return head_chars, _chars(tail_units, body.measure, len(text), spare=spare, scale=scale)
+    return head_chars, _chars(tail_units, body.tail_measure, len(end), spare=spare, scale=scale)
+
+
 def _parts(body: Body, share: int, measures: Measures) -> tuple[str, str]:
     """The start and the end ``body`` keeps for ``share``, line rules applied."""
     budget = measures.budget
-    head_units, tail_units = _portions(body, share, measures) if share < UNLIMITED else (0, 0)
     text, end = body.text, body.tail
-    if share >= UNLIMITED:  # all that was read of a file over the cap (the total holds the soul)
-        head_chars, tail_chars = len(text), len(end)
-    elif budget.count is None:
-        head_chars, tail_chars = head_units, tail_units
-    else:
-        spare, scale = budget.total is not None, measures.scale
-        head_chars = _chars(head_units, body.head_measure, len(text), spare=spare, scale=scale)
-        if body.whole:
-            tail_chars = _chars(tail_units, body.measure, len(text), spare=spare, scale=scale)
-        else:
-            tail_chars = _chars(tail_units, body.tail_measure, len(end), spare=spare, scale=scale)
+    head_chars, tail_chars = _lengths(body, share, measures)
     if body.verified is not None:  # a lowered total: no more than was measured within per_file
         head_chars, tail_chars = min(head_chars, body.verified[0]), min(tail_chars, body.verified[1])
     prefix = _prefix(text, head_chars, whole=body.whole, trim=not body.end_known)
